@@ -1,0 +1,75 @@
+// Command proxy is the event-forwarding proxy: a stateless Knative Service
+// that forwards each event to the destination named in its Kn-Forward-To
+// header and holds the long synchronous calls for the senders.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"knative.dev/pkg/logging"
+
+	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/proxy"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg, err := config.ProxyFromEnv(os.LookupEnv, config.MemoryLimit())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "proxy: invalid configuration:", err)
+		return 2
+	}
+	logger, _ := logging.NewLogger("", cfg.LogLevel)
+	defer func() { _ = logger.Sync() }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	p := proxy.New(cfg, logger)
+	srv := proxy.NewServer(cfg, p.Handler(), logger)
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		logger.Errorw("Cannot listen", "addr", srv.Addr, "error", err)
+		return 1
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Infow("Forwarding events", "addr", ln.Addr().String(), "maxInflight", cfg.MaxInflight,
+		"allowedHosts", cfg.AllowedHosts, "maxTimeout", cfg.MaxTimeout.String())
+
+	select {
+	case err := <-served:
+		logger.Errorw("Server stopped", "error", err)
+		return 1
+	case <-ctx.Done():
+	}
+
+	// Drain: readiness fails and new calls are refused at once; held calls
+	// run to completion, bounded by the drain timeout.
+	p.Drain()
+	logger.Infow("Draining", "held", p.Limiter.Inflight(), "timeout", cfg.DrainTimeout.String())
+	time.Sleep(cfg.DrainQuietPeriod)
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := p.Shutdown(dctx); err != nil {
+		logger.Warnw("Drain deadline passed with calls still held", "held", p.Limiter.Inflight(), "error", err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warnw("Server shutdown", "error", err)
+	}
+	logger.Info("Drained")
+	return 0
+}

@@ -1,0 +1,35 @@
+package config
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// cgroupMemoryFiles hold the container's memory limit: cgroup v2 first,
+// then v1.
+var cgroupMemoryFiles = []string{
+	"/sys/fs/cgroup/memory.max",
+	"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+}
+
+// MemoryLimit returns the container's memory limit in bytes, or zero when
+// there is none or it cannot be read.
+func MemoryLimit() int64 {
+	for _, f := range cgroupMemoryFiles {
+		if b, err := os.ReadFile(f); err == nil {
+			return parseMemoryLimit(string(b))
+		}
+	}
+	return 0
+}
+
+// parseMemoryLimit reads a cgroup limit file's content: "max" and the
+// huge values cgroup v1 uses for "no limit" mean zero.
+func parseMemoryLimit(s string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n >= 1<<60 {
+		return 0
+	}
+	return n
+}

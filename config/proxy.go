@@ -1,0 +1,312 @@
+// Package config reads what operators set: the proxy's environment and the
+// eventing ConfigMap. It imports neither proxy nor delivery.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Destination protocols for FORWARD_DESTINATION_PROTOCOL.
+const (
+	// ProtocolAuto speaks h2c to a destination when the caller came over
+	// HTTP/2 and HTTP/1.1 otherwise, as Knative's activator does.
+	ProtocolAuto = "auto"
+	// ProtocolHTTP1 always speaks HTTP/1.1 to plain-http destinations.
+	ProtocolHTTP1 = "http1"
+	// ProtocolH2C always speaks h2c to plain-http destinations.
+	ProtocolH2C = "h2c"
+)
+
+// Proxy is the proxy's configuration, read once from the environment.
+// Every field names its variable; docs/configuration.md is the reference.
+type Proxy struct {
+	// Port serves events (HTTP/1.1 and h2c). PORT; if unset, 8080.
+	Port int
+	// MetricsPort serves /metrics. METRICS_PORT; if unset, 9090.
+	MetricsPort int
+
+	// AllowedHosts are the host patterns a destination may name
+	// (FORWARD_ALLOWED_HOSTS); if unset, *.svc.cluster.local and *.svc.
+	AllowedHosts []string
+	// AllowedCIDRs are exceptions to the built-in deny list
+	// (FORWARD_ALLOWED_CIDRS); if unset, none.
+	AllowedCIDRs []netip.Prefix
+	// DeniedCIDRs are denied on top of the built-in list
+	// (FORWARD_DENIED_CIDRS); if unset, none.
+	DeniedCIDRs []netip.Prefix
+
+	// MaxInflight is the pod's admission limit, sync and async calls
+	// together (FORWARD_MAX_INFLIGHT); if unset, sized from the memory limit.
+	MaxInflight int
+	// MaxInflightPerDestination caps one destination host
+	// (FORWARD_MAX_INFLIGHT_PER_DESTINATION); if unset, half of MaxInflight.
+	MaxInflightPerDestination int
+	// MaxInflightPerTenant caps one tenant (FORWARD_MAX_INFLIGHT_PER_TENANT);
+	// if unset, three quarters of MaxInflight.
+	MaxInflightPerTenant int
+	// TenantReserve is the number of the pod's last free slots that only
+	// tenants below their fair share may take (FORWARD_TENANT_RESERVE); if
+	// unset, a tenth of MaxInflight.
+	TenantReserve int
+
+	// MaxEventBytes is the largest request body forwarded
+	// (FORWARD_MAX_EVENT_BYTES); if unset, 4 MiB.
+	MaxEventBytes int64
+	// MaxTimeout caps Kn-Forward-Timeout and is the default deadline
+	// (FORWARD_MAX_TIMEOUT); if unset, 10 minutes.
+	MaxTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (FORWARD_MAX_HEADER_BYTES);
+	// if unset, 64 KiB.
+	MaxHeaderBytes int
+	// ReadHeaderTimeout bounds reading a request's headers
+	// (FORWARD_READ_HEADER_TIMEOUT); if unset, 10 s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes idle inbound connections (FORWARD_IDLE_TIMEOUT);
+	// if unset, 5 minutes.
+	IdleTimeout time.Duration
+
+	// DestinationProtocol is auto, http1 or h2c
+	// (FORWARD_DESTINATION_PROTOCOL); if unset, auto.
+	DestinationProtocol string
+	// DialTimeout bounds DNS and connect (FORWARD_DIAL_TIMEOUT); if unset, 5 s.
+	DialTimeout time.Duration
+	// IdleConnTimeout keeps outbound connections pooled between ticks
+	// (FORWARD_IDLE_CONN_TIMEOUT); if unset, 5 minutes.
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerHost bounds one destination's idle pool
+	// (FORWARD_MAX_IDLE_CONNS_PER_HOST); if unset, 1024.
+	MaxIdleConnsPerHost int
+
+	// H2MaxConcurrentStreams is the streams one HTTP/2 connection may carry,
+	// inbound and outbound (FORWARD_H2_MAX_CONCURRENT_STREAMS); if unset, 10000.
+	H2MaxConcurrentStreams int
+	// H2ConnWindowBytes is the HTTP/2 flow-control window of a connection
+	// (FORWARD_H2_CONN_WINDOW_BYTES); if unset, 4 MiB.
+	H2ConnWindowBytes int
+	// H2StreamWindowBytes is the HTTP/2 flow-control window of a stream
+	// (FORWARD_H2_STREAM_WINDOW_BYTES); if unset, 256 KiB.
+	H2StreamWindowBytes int
+
+	// AsyncRetries is the default retry count of async calls
+	// (FORWARD_ASYNC_RETRY); if unset, 5.
+	AsyncRetries int
+	// AsyncMaxRetries caps Kn-Forward-Retry (FORWARD_ASYNC_MAX_RETRY); if
+	// unset, 20.
+	AsyncMaxRetries int
+	// AsyncBackoffDelay is the default first retry delay of async calls
+	// (FORWARD_ASYNC_BACKOFF_DELAY); if unset, 500 ms.
+	AsyncBackoffDelay time.Duration
+	// AsyncBackoffMax caps the exponential delay and Kn-Forward-Backoff-Delay
+	// (FORWARD_ASYNC_BACKOFF_MAX); if unset, 1 minute.
+	AsyncBackoffMax time.Duration
+	// AsyncMaxRetryAfter caps how long a destination's Retry-After delays an
+	// async retry (FORWARD_ASYNC_MAX_RETRY_AFTER); if unset, 5 minutes.
+	AsyncMaxRetryAfter time.Duration
+
+	// DrainQuietPeriod is waited after SIGTERM before held calls are awaited,
+	// so endpoints can stop routing here (FORWARD_DRAIN_QUIET_PERIOD); if
+	// unset, 0: new calls are refused at once with 503 draining anyway.
+	DrainQuietPeriod time.Duration
+	// DrainTimeout bounds the wait for held calls after SIGTERM
+	// (FORWARD_DRAIN_TIMEOUT); if unset, MaxTimeout plus 15 s.
+	DrainTimeout time.Duration
+
+	// LogLevel is debug, info, warn or error (FORWARD_LOG_LEVEL); if unset,
+	// info.
+	LogLevel string
+}
+
+// bytesPerHeldCall is the memory budgeted for one held call when sizing
+// MaxInflight from the memory limit (see docs/benchmarks.md).
+const bytesPerHeldCall = 32 << 10
+
+// DefaultMaxInflight sizes the admission limit from a memory limit in bytes:
+// 60 % of it at bytesPerHeldCall each, within [100, 100000]. Without a limit
+// (zero or negative) it is 10000.
+func DefaultMaxInflight(memLimit int64) int {
+	if memLimit <= 0 {
+		return 10000
+	}
+	n := memLimit * 6 / 10 / bytesPerHeldCall
+	return int(min(max(n, 100), 100000))
+}
+
+// ProxyFromEnv reads the proxy's configuration through lookup (os.LookupEnv
+// in a process). memLimit is the container's memory limit in bytes, zero if
+// unknown. An invalid value is an error naming its variable.
+func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, error) {
+	r := reader{lookup: lookup}
+	c := &Proxy{
+		Port:                   r.port("PORT", 8080),
+		MetricsPort:            r.port("METRICS_PORT", 9090),
+		AllowedHosts:           r.hosts("FORWARD_ALLOWED_HOSTS", []string{"*.svc.cluster.local", "*.svc"}),
+		AllowedCIDRs:           r.cidrs("FORWARD_ALLOWED_CIDRS"),
+		DeniedCIDRs:            r.cidrs("FORWARD_DENIED_CIDRS"),
+		MaxInflight:            r.positiveInt("FORWARD_MAX_INFLIGHT", DefaultMaxInflight(memLimit)),
+		MaxEventBytes:          int64(r.positiveInt("FORWARD_MAX_EVENT_BYTES", 4<<20)),
+		MaxTimeout:             r.duration("FORWARD_MAX_TIMEOUT", 10*time.Minute),
+		MaxHeaderBytes:         r.positiveInt("FORWARD_MAX_HEADER_BYTES", 64<<10),
+		ReadHeaderTimeout:      r.duration("FORWARD_READ_HEADER_TIMEOUT", 10*time.Second),
+		IdleTimeout:            r.duration("FORWARD_IDLE_TIMEOUT", 5*time.Minute),
+		DestinationProtocol:    r.oneOf("FORWARD_DESTINATION_PROTOCOL", ProtocolAuto, ProtocolHTTP1, ProtocolH2C),
+		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),
+		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
+		MaxIdleConnsPerHost:    r.positiveInt("FORWARD_MAX_IDLE_CONNS_PER_HOST", 1024),
+		H2MaxConcurrentStreams: r.positiveInt("FORWARD_H2_MAX_CONCURRENT_STREAMS", 10000),
+		H2ConnWindowBytes:      r.positiveInt("FORWARD_H2_CONN_WINDOW_BYTES", 4<<20),
+		H2StreamWindowBytes:    r.positiveInt("FORWARD_H2_STREAM_WINDOW_BYTES", 256<<10),
+		AsyncRetries:           r.nonNegativeInt("FORWARD_ASYNC_RETRY", 5),
+		AsyncMaxRetries:        r.nonNegativeInt("FORWARD_ASYNC_MAX_RETRY", 20),
+		AsyncBackoffDelay:      r.duration("FORWARD_ASYNC_BACKOFF_DELAY", 500*time.Millisecond),
+		AsyncBackoffMax:        r.duration("FORWARD_ASYNC_BACKOFF_MAX", time.Minute),
+		AsyncMaxRetryAfter:     r.duration("FORWARD_ASYNC_MAX_RETRY_AFTER", 5*time.Minute),
+		DrainQuietPeriod:       r.nonNegativeDuration("FORWARD_DRAIN_QUIET_PERIOD", 0),
+		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
+	}
+	c.MaxInflightPerDestination = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_DESTINATION", max(c.MaxInflight/2, 1))
+	c.MaxInflightPerTenant = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_TENANT", max(c.MaxInflight*3/4, 1))
+	c.TenantReserve = r.nonNegativeInt("FORWARD_TENANT_RESERVE", c.MaxInflight/10)
+	c.DrainTimeout = r.duration("FORWARD_DRAIN_TIMEOUT", c.MaxTimeout+15*time.Second)
+	if r.err != nil {
+		return nil, r.err
+	}
+	switch {
+	case c.MaxInflightPerDestination > c.MaxInflight:
+		return nil, fmt.Errorf("FORWARD_MAX_INFLIGHT_PER_DESTINATION=%d exceeds FORWARD_MAX_INFLIGHT=%d", c.MaxInflightPerDestination, c.MaxInflight)
+	case c.MaxInflightPerTenant > c.MaxInflight:
+		return nil, fmt.Errorf("FORWARD_MAX_INFLIGHT_PER_TENANT=%d exceeds FORWARD_MAX_INFLIGHT=%d", c.MaxInflightPerTenant, c.MaxInflight)
+	case c.TenantReserve >= c.MaxInflight:
+		return nil, fmt.Errorf("FORWARD_TENANT_RESERVE=%d must be below FORWARD_MAX_INFLIGHT=%d", c.TenantReserve, c.MaxInflight)
+	case c.Port == c.MetricsPort:
+		return nil, fmt.Errorf("PORT and METRICS_PORT are both %d", c.Port)
+	case c.AsyncRetries > c.AsyncMaxRetries:
+		return nil, fmt.Errorf("FORWARD_ASYNC_RETRY=%d exceeds FORWARD_ASYNC_MAX_RETRY=%d", c.AsyncRetries, c.AsyncMaxRetries)
+	case c.AsyncBackoffDelay > c.AsyncBackoffMax:
+		return nil, fmt.Errorf("FORWARD_ASYNC_BACKOFF_DELAY=%s exceeds FORWARD_ASYNC_BACKOFF_MAX=%s", c.AsyncBackoffDelay, c.AsyncBackoffMax)
+	}
+	return c, nil
+}
+
+// reader parses variables and keeps the first error, so that ProxyFromEnv
+// reads as a list of fields.
+type reader struct {
+	lookup func(string) (string, bool)
+	err    error
+}
+
+func (r *reader) get(name string) (string, bool) {
+	v, ok := r.lookup(name)
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+func (r *reader) fail(name, v, why string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%s=%q: %s", name, v, why)
+	}
+}
+
+func (r *reader) int(name string, def, lowest int) int {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lowest {
+		r.fail(name, v, fmt.Sprintf("want an integer >= %d", lowest))
+		return def
+	}
+	return n
+}
+
+func (r *reader) positiveInt(name string, def int) int    { return r.int(name, def, 1) }
+func (r *reader) nonNegativeInt(name string, def int) int { return r.int(name, def, 0) }
+
+func (r *reader) port(name string, def int) int {
+	p := r.int(name, def, 1)
+	if p > 65535 {
+		r.fail(name, strconv.Itoa(p), "want a port number in [1, 65535]")
+	}
+	return p
+}
+
+func (r *reader) durationMin(name string, def, lowest time.Duration) time.Duration {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lowest {
+		r.fail(name, v, fmt.Sprintf("want a duration such as 30s or 10m, at least %s", lowest))
+		return def
+	}
+	return d
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	return r.durationMin(name, def, time.Millisecond)
+}
+
+func (r *reader) nonNegativeDuration(name string, def time.Duration) time.Duration {
+	return r.durationMin(name, def, 0)
+}
+
+func (r *reader) oneOf(name string, choices ...string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return choices[0]
+	}
+	for _, c := range choices {
+		if strings.EqualFold(v, c) {
+			return c
+		}
+	}
+	r.fail(name, v, "want one of "+strings.Join(choices, ", "))
+	return choices[0]
+}
+
+func (r *reader) list(name string) []string {
+	v, ok := r.get(name)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (r *reader) hosts(name string, def []string) []string {
+	v := r.list(name)
+	if v == nil {
+		return def
+	}
+	for i, h := range v {
+		h = strings.TrimSuffix(strings.ToLower(h), ".")
+		if strings.Contains(h[min(1, len(h)):], "*") || strings.ContainsAny(h, "/:@ ") || h == "" {
+			r.fail(name, v[i], "want host patterns such as *.svc.cluster.local or an exact host name")
+		}
+		v[i] = h
+	}
+	return v
+}
+
+func (r *reader) cidrs(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, f := range r.list(name) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			r.fail(name, f, "want CIDR ranges such as 10.0.0.0/8 or fd00::/8")
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}

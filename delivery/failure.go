@@ -1,0 +1,48 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+)
+
+// Failure says why a call to a destination ended without an answer.
+type Failure int
+
+const (
+	// Unreachable: DNS, connect, TLS, or the connection broke before the
+	// response headers arrived.
+	Unreachable Failure = iota
+	// TimedOut: the call's deadline passed before the answer came.
+	TimedOut
+	// CallerGone: the caller cancelled (disconnected); nobody is listening.
+	CallerGone
+)
+
+func (f Failure) String() string {
+	switch f {
+	case TimedOut:
+		return "timeout"
+	case CallerGone:
+		return "caller_gone"
+	default:
+		return "unreachable"
+	}
+}
+
+// Classify maps the error of a round trip made under ctx to a Failure. The
+// context decides first: a transport error caused by the deadline or by the
+// caller leaving is reported as such, whatever its concrete type.
+func Classify(ctx context.Context, err error) Failure {
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.DeadlineExceeded), errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return TimedOut
+	case cerr != nil:
+		return CallerGone
+	case errors.Is(err, context.DeadlineExceeded):
+		return TimedOut
+	case errors.Is(err, context.Canceled):
+		return CallerGone
+	default:
+		return Unreachable
+	}
+}

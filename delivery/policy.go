@@ -1,0 +1,166 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// ErrDestinationDenied is wrapped by every refusal of the destination
+// policy, at the header check and at dial time alike.
+var ErrDestinationDenied = errors.New("destination denied")
+
+// builtinDenied are never dialed unless an allowed range carves them out:
+// loopback, link-local (cloud metadata), unspecified, multicast, broadcast.
+var builtinDenied = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("255.255.255.255/32"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("ff00::/8"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+// Policy decides which addresses the proxy may connect to. The zero value
+// denies only the built-in list.
+type Policy struct {
+	// Allowed are exceptions to the built-in list and to Self.
+	Allowed []netip.Prefix
+	// Denied are refused on top of the built-in list, with no exception.
+	Denied []netip.Prefix
+	// Self are the proxy's own addresses.
+	Self []netip.Addr
+}
+
+// CheckAddr returns an error wrapping ErrDestinationDenied when a may not
+// be dialed. IPv6 forms that embed an IPv4 address (mapped, NAT64, 6to4,
+// Teredo) are judged by the address they embed as well.
+func (p *Policy) CheckAddr(a netip.Addr) error {
+	for _, c := range candidates(a) {
+		if err := p.check(c); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrDestinationDenied, a, err)
+		}
+	}
+	return nil
+}
+
+func (p *Policy) check(a netip.Addr) error {
+	if contains(p.Denied, a) {
+		return errors.New("in a denied range")
+	}
+	if contains(p.Allowed, a) {
+		return nil
+	}
+	if contains(builtinDenied, a) {
+		return errors.New("loopback, link-local, unspecified or multicast")
+	}
+	for _, s := range p.Self {
+		if s.Unmap() == a {
+			return errors.New("one of the proxy's own addresses")
+		}
+	}
+	return nil
+}
+
+// Control is a net.Dialer Control hook: it runs on every socket before it
+// connects, with the address actually being dialed, so that DNS answers
+// (rebinding included) are checked, not only names.
+func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: cannot parse dialed address %q", ErrDestinationDenied, address)
+	}
+	return p.CheckAddr(ap.Addr())
+}
+
+// AllowsLiteral reports whether an IP-literal host lies inside Allowed, in
+// which case it needs no host pattern.
+func (p *Policy) AllowsLiteral(a netip.Addr) bool {
+	return contains(p.Allowed, a.Unmap())
+}
+
+var (
+	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4  = netip.MustParsePrefix("2002::/16")
+	teredo  = netip.MustParsePrefix("2001::/32")
+	v4compa = netip.MustParsePrefix("::/96")
+)
+
+// candidates returns a and every IPv4 address it embeds.
+func candidates(a netip.Addr) []netip.Addr {
+	a = a.WithZone("")
+	if a.Is4In6() {
+		return []netip.Addr{a.Unmap()}
+	}
+	out := []netip.Addr{a}
+	if !a.Is6() {
+		return out
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a), v4compa.Contains(a) && !a.IsUnspecified() && a != netip.IPv6Loopback():
+		out = append(out, netip.AddrFrom4([4]byte(b[12:16])))
+	case sixTo4.Contains(a):
+		out = append(out, netip.AddrFrom4([4]byte(b[2:6])))
+	case teredo.Contains(a):
+		out = append(out, netip.AddrFrom4([4]byte{b[12] ^ 0xff, b[13] ^ 0xff, b[14] ^ 0xff, b[15] ^ 0xff}))
+	}
+	return out
+}
+
+func contains(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// LocalAddrs returns the addresses of this host's interfaces other than
+// loopback (which the built-in list denies already).
+func LocalAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && !ip.Unmap().IsLoopback() {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+// HostAllowed reports whether a lower-cased host without port matches one
+// of the patterns: "*.suffix" matches any name ending in ".suffix", "*"
+// matches every name, anything else matches exactly. The Kubernetes API
+// (kubernetes.default and its longer forms) never matches.
+func HostAllowed(host string, patterns []string) bool {
+	if host == "kubernetes.default" || strings.HasPrefix(host, "kubernetes.default.") {
+		return false
+	}
+	for _, p := range patterns {
+		switch {
+		case p == "*":
+			return true
+		case strings.HasPrefix(p, "*."):
+			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
+				return true
+			}
+		case host == p:
+			return true
+		}
+	}
+	return false
+}

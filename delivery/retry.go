@@ -1,0 +1,99 @@
+package delivery
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backoff decides how long to wait before each retry: exponential from
+// Delay, capped at Max, with jitter, and never shorter than what the
+// destination asked for with Retry-After (up to MaxRetryAfter).
+type Backoff struct {
+	// Retries is how many times a failed call is tried again.
+	// If zero, it is not retried.
+	Retries int
+	// Delay is the wait before the first retry; it doubles with each
+	// further one. If zero, 500 ms.
+	Delay time.Duration
+	// Max caps the exponential wait. If zero, 1 minute.
+	Max time.Duration
+	// MaxRetryAfter caps how long a Retry-After answer can make the caller
+	// wait. If zero, 5 minutes.
+	MaxRetryAfter time.Duration
+	// Rand returns a number in [0, n) and drives the jitter.
+	// If nil, math/rand/v2.Int64N.
+	Rand func(n int64) int64
+}
+
+// Wait returns how long to wait before retry number attempt (1 for the
+// first retry). The exponential part is drawn uniformly from its upper half
+// so that senders that failed together do not retry together; retryAfter,
+// when positive, is a floor.
+func (b Backoff) Wait(attempt int, retryAfter time.Duration) time.Duration {
+	base, ceiling := b.Delay, b.Max
+	if base <= 0 {
+		base = 500 * time.Millisecond
+	}
+	if ceiling <= 0 {
+		ceiling = time.Minute
+	}
+	d := base
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	d = min(d, ceiling)
+	if half := int64(d / 2); half > 0 {
+		rnd := b.Rand
+		if rnd == nil {
+			rnd = rand.Int64N
+		}
+		d = time.Duration(half + rnd(half+1))
+	}
+	if retryAfter > 0 {
+		limit := b.MaxRetryAfter
+		if limit <= 0 {
+			limit = 5 * time.Minute
+		}
+		d = max(d, min(retryAfter, limit))
+	}
+	return d
+}
+
+// RetryableAsync reports whether an asynchronous call that ended with resp
+// or err is worth another try: network failures, 404 (a revision not yet
+// routable), 408, 409, 429 and every 5xx. Anything else is final.
+func RetryableAsync(resp *http.Response, err error) bool {
+	if err != nil {
+		return true
+	}
+	switch c := resp.StatusCode; {
+	case c == http.StatusNotFound, c == http.StatusRequestTimeout,
+		c == http.StatusConflict, c == http.StatusTooManyRequests:
+		return true
+	default:
+		return c >= 500
+	}
+}
+
+// RetryAfter reads a Retry-After header given in seconds or as an HTTP
+// date relative to now. It returns zero when the header is absent, invalid
+// or in the past.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get(HeaderRetryAfter))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 || secs > int64(24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

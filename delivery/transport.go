@@ -1,0 +1,117 @@
+package delivery
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+)
+
+// TransportParams configures the transports that reach destinations.
+type TransportParams struct {
+	// DialTimeout bounds DNS plus TCP connect. If zero, 5 s.
+	DialTimeout time.Duration
+	// KeepAlive is the TCP keep-alive period. If zero, 30 s.
+	KeepAlive time.Duration
+	// IdleConnTimeout is how long an idle connection stays pooled. It must
+	// outlive the gap between two PingSource ticks. If zero, 5 minutes.
+	IdleConnTimeout time.Duration
+	// MaxIdleConnsPerHost bounds the idle pool of one destination.
+	// If zero, 1024.
+	MaxIdleConnsPerHost int
+	// MaxResponseHeaderBytes bounds a destination's response headers.
+	// If zero, 64 KiB.
+	MaxResponseHeaderBytes int64
+	// TLSHandshakeTimeout bounds the TLS handshake. If zero, 10 s.
+	TLSHandshakeTimeout time.Duration
+	// TLSConfig is used for https destinations. If nil, the system roots.
+	TLSConfig *tls.Config
+	// HTTP2 tunes HTTP/2 (h2c and h2 over TLS). If nil, Go's defaults.
+	HTTP2 *http.HTTP2Config
+	// Control, when set, is called on every socket before it connects, with
+	// the resolved address: the place to refuse denied destinations.
+	Control func(network, address string, c syscall.RawConn) error
+}
+
+// Transports holds the two shared pools that reach destinations: HTTP/1.1
+// (and h2 over TLS where the destination offers it) and h2c with prior
+// knowledge. Both dial through the same dialer. They never use the
+// environment's HTTP proxy settings, which would hide the real destination
+// from the dial-time check, and, as RoundTrippers, never follow redirects.
+type Transports struct {
+	// HTTP1 speaks HTTP/1.1 to http:// destinations and negotiates h2 or
+	// HTTP/1.1 with https:// ones.
+	HTTP1 *http.Transport
+	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
+	H2C *http.Transport
+}
+
+// NewTransports builds both transports from p.
+func NewTransports(p TransportParams) *Transports {
+	dialer := &net.Dialer{
+		Timeout:   orDuration(p.DialTimeout, 5*time.Second),
+		KeepAlive: orDuration(p.KeepAlive, 30*time.Second),
+		Control:   p.Control,
+	}
+	base := func() *http.Transport {
+		return &http.Transport{
+			Proxy:                  nil,
+			DialContext:            dialer.DialContext,
+			MaxIdleConns:           0, // no global cap: per-host caps bound it
+			MaxIdleConnsPerHost:    orInt(p.MaxIdleConnsPerHost, 1024),
+			IdleConnTimeout:        orDuration(p.IdleConnTimeout, 5*time.Minute),
+			TLSHandshakeTimeout:    orDuration(p.TLSHandshakeTimeout, 10*time.Second),
+			TLSClientConfig:        p.TLSConfig,
+			MaxResponseHeaderBytes: orInt64(p.MaxResponseHeaderBytes, 64<<10),
+			ExpectContinueTimeout:  time.Second,
+			DisableCompression:     true, // bodies pass through byte for byte
+			HTTP2:                  p.HTTP2,
+		}
+	}
+	h1 := base()
+	h1.Protocols = new(http.Protocols)
+	h1.Protocols.SetHTTP1(true)
+	h1.Protocols.SetHTTP2(true)
+
+	h2c := base()
+	h2c.Protocols = new(http.Protocols)
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	return &Transports{HTTP1: h1, H2C: h2c}
+}
+
+// For returns the transport for a destination with the given scheme: h2c
+// only when asked for and the destination is plain http.
+func (t *Transports) For(scheme string, h2c bool) *http.Transport {
+	if h2c && scheme == "http" {
+		return t.H2C
+	}
+	return t.HTTP1
+}
+
+// CloseIdleConnections closes the idle connections of both pools.
+func (t *Transports) CloseIdleConnections() {
+	t.HTTP1.CloseIdleConnections()
+	t.H2C.CloseIdleConnections()
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func orInt(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func orInt64(v, def int64) int64 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,35 @@
+// Package delivery is the outbound side shared by the proxy and by event
+// sources: the transports that reach destinations, the classification of
+// their failures, retry policy, and the wire names both sides agree on.
+package delivery
+
+// Header names of the forwarding contract (see docs/configuration.md).
+// They are a contract with callers outside this repository: never rename.
+const (
+	// HeaderForwardTo names the absolute http(s) URL of the destination.
+	HeaderForwardTo = "Kn-Forward-To"
+	// HeaderForwardTimeout is an optional ISO-8601 duration (PT10M) capping
+	// the call to the destination.
+	HeaderForwardTimeout = "Kn-Forward-Timeout"
+	// HeaderForwardRetry is the number of retries of an asynchronous call.
+	HeaderForwardRetry = "Kn-Forward-Retry"
+	// HeaderForwardBackoffDelay is the base delay (ISO-8601) between the
+	// retries of an asynchronous call.
+	HeaderForwardBackoffDelay = "Kn-Forward-Backoff-Delay"
+	// HeaderForwardAuthorization carries the caller's token for the proxy.
+	HeaderForwardAuthorization = "Kn-Forward-Authorization"
+	// HeaderForwardError is set on every answer the proxy makes itself.
+	HeaderForwardError = "Kn-Forward-Error"
+	// HeaderForwardPrefix starts every header of the contract; the proxy
+	// strips all of them before forwarding.
+	HeaderForwardPrefix = "Kn-Forward-"
+
+	// HeaderPrefer carries "respond-async" (RFC 7240) for the async mode.
+	HeaderPrefer = "Prefer"
+	// PreferRespondAsync is the Prefer token asking for a 202 hand-off.
+	PreferRespondAsync = "respond-async"
+	// HeaderNamespace is set by Knative sources to their namespace.
+	HeaderNamespace = "Kn-Namespace"
+	// HeaderRetryAfter is the standard Retry-After header.
+	HeaderRetryAfter = "Retry-After"
+)

@@ -1,0 +1,47 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+
+	"go.uber.org/zap"
+)
+
+// NewAdmissionHandler admits a call on arrival, before its body is read or
+// anything is dialed, or refuses it at once: 503 overloaded or
+// destination_busy, 429 tenant_limited, each with Retry-After. A refused
+// request reaches no destination, so the caller's retry cannot duplicate an
+// event. The slot is released when the call ends, or by the async worker
+// that takes it over.
+func NewAdmissionHandler(l *Limiter, logger *zap.SugaredLogger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := callFrom(r.Context())
+		t, err := l.Acquire(c.tenant, c.destKey)
+		if err != nil {
+			reason := admissionReason(err)
+			logger.Infow("Refused a call", zap.String("reason", string(reason)),
+				zap.String("tenant", c.tenant), zap.String("destination", c.destKey),
+				zap.String("ceId", r.Header.Get("Ce-Id")))
+			writeError(w, reason, err.Error())
+			return
+		}
+		c.ticket = t
+		defer func() {
+			if !c.detached {
+				t.Release()
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func admissionReason(err error) Reason {
+	switch {
+	case errors.Is(err, ErrDestinationBusy):
+		return ReasonDestinationBusy
+	case errors.Is(err, ErrTenantLimited):
+		return ReasonTenantLimited
+	default:
+		return ReasonOverloaded
+	}
+}

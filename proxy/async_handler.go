@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// AsyncParams configure asynchronous delivery.
+type AsyncParams struct {
+	ForwardParams
+	// MaxBackoff caps the exponential retry delay. If zero, 1 minute.
+	MaxBackoff time.Duration
+	// MaxRetryAfter caps how long a destination's Retry-After delays a
+	// retry. If zero, 5 minutes.
+	MaxRetryAfter time.Duration
+}
+
+// Async answers calls that prefer respond-async with 202 Accepted as soon
+// as their body is read, then delivers them in the background, owning the
+// retries since the caller is gone. The call keeps its admission slot
+// until its last attempt ends. Every call that finally fails, or that is
+// abandoned at shutdown, is logged with its destination and event.
+type Async struct {
+	p      AsyncParams
+	logger *zap.SugaredLogger
+	ctx    context.Context // cancelled by Abort
+	abort  context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewAsync returns the async hand-off handler.
+func NewAsync(p AsyncParams, logger *zap.SugaredLogger) *Async {
+	p.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Async{p: p, logger: logger, ctx: ctx, abort: cancel}
+}
+
+// job is one event being delivered in the background.
+type job struct {
+	c       *call
+	method  string
+	header  http.Header
+	body    []byte
+	h2c     bool
+	backoff delivery.Backoff
+}
+
+func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := callFrom(r.Context())
+	body, err := readBody(r, a.p.MaxEventBytes)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		writeError(w, ReasonBodyTooLarge, "the body is larger than the "+strconv.FormatInt(a.p.MaxEventBytes, 10)+" bytes allowed")
+		return
+	case err != nil && r.Context().Err() != nil:
+		return // the caller went away before handing the event over
+	case err != nil:
+		writeError(w, ReasonBadRequest, "the body could not be read: "+err.Error())
+		return
+	}
+	h := r.Header.Clone()
+	removeHopByHop(h)
+	removeForwardHeaders(h)
+	withoutRespondAsync(h)
+	h.Add(headerCDNLoop, a.p.LoopID)
+	j := &job{
+		c: c, method: r.Method, header: h, body: body,
+		h2c: a.p.useH2C(r),
+		backoff: delivery.Backoff{
+			Retries: c.retries, Delay: c.backoff,
+			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
+		},
+	}
+	c.detached = true
+	a.wg.Add(1)
+	go a.deliver(j)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// readBody reads a whole request body of at most limit bytes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, errBodyTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+func (a *Async) deliver(j *job) {
+	defer a.wg.Done()
+	defer j.c.ticket.Release()
+	c := j.c
+	var (
+		status  int
+		lastErr error
+	)
+	for attempt := 0; ; attempt++ {
+		resp, err := a.attempt(j)
+		status, lastErr = 0, err
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		if err == nil && status < 300 {
+			a.logger.Debugw("Delivered async event", zap.String("destination", c.dest.Host),
+				zap.Int("status", status), zap.Int("attempts", attempt+1))
+			return
+		}
+		if a.ctx.Err() != nil {
+			a.logFailure("Abandoned async event at shutdown", j, status, attempt+1, lastErr)
+			return
+		}
+		if errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= j.backoff.Retries {
+			a.logFailure("Async delivery failed", j, status, attempt+1, lastErr)
+			return
+		}
+		var ra time.Duration
+		if resp != nil {
+			ra = delivery.RetryAfter(resp.Header, time.Now())
+		}
+		t := time.NewTimer(j.backoff.Wait(attempt+1, ra))
+		select {
+		case <-t.C:
+		case <-a.ctx.Done():
+			t.Stop()
+			a.logFailure("Abandoned async event at shutdown", j, status, attempt+1, lastErr)
+			return
+		}
+	}
+}
+
+// attempt makes one call and drains and closes the response body; the
+// response comes back for its status and headers only.
+func (a *Async) attempt(j *job) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(a.ctx, j.c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, j.method, j.c.dest.String(), bytes.NewReader(j.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = j.header.Clone()
+	var t http.RoundTripper = a.p.Transports.For(j.c.dest.Scheme, j.h2c)
+	resp, err := t.RoundTrip(req)
+	if err != nil {
+		if delivery.Classify(ctx, err) == delivery.TimedOut && a.ctx.Err() == nil {
+			err = errors.Join(context.DeadlineExceeded, err)
+		}
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	return resp, nil
+}
+
+func (a *Async) logFailure(msg string, j *job, status, attempts int, err error) {
+	id, source := eventIdentity(j.header, j.body)
+	fields := []any{
+		zap.String("destination", j.c.dest.Host), zap.String("tenant", j.c.tenant),
+		zap.String("ceId", id), zap.String("ceSource", source),
+		zap.Int("status", status), zap.Int("attempts", attempts),
+	}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	a.logger.Errorw(msg, fields...)
+}
+
+// eventIdentity returns the CloudEvent id and source of a binary-mode
+// event (Ce-* headers) or a structured one (JSON body), for logs only.
+func eventIdentity(h http.Header, body []byte) (id, source string) {
+	if id = h.Get("Ce-Id"); id != "" {
+		return id, h.Get("Ce-Source")
+	}
+	var ev struct {
+		ID     string `json:"id"`
+		Source string `json:"source"`
+	}
+	if json.Unmarshal(body, &ev) == nil {
+		return ev.ID, ev.Source
+	}
+	return "", ""
+}
+
+// Wait returns when every background delivery has ended, or with ctx's
+// error.
+func (a *Async) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Abort cancels every background delivery still running; each is logged
+// as abandoned. Call Wait afterwards to let them finish logging.
+func (a *Async) Abort() { a.abort() }

@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// call is what the handler chain learns about one request, built once by
+// the destination handler and read by the handlers after it.
+type call struct {
+	dest      *url.URL      // validated destination
+	destKey   string        // host:port, the per-destination limit's key
+	namespace string        // destination namespace, "" when not a cluster service
+	tenant    string        // whom fairness counts this call against
+	timeout   time.Duration // deadline of the call to the destination
+	async     bool          // Prefer: respond-async
+
+	retries int           // async only: retries after the first attempt
+	backoff time.Duration // async only: first retry delay
+
+	body     *limitedBody // sync calls of unknown length: the limited body
+	ticket   Ticket       // admission slot
+	detached bool         // the async worker owns the ticket now
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}

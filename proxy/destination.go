@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// errMissingDestination and errBadDestination are the two ways a
+// Kn-Forward-To header can be unusable.
+var (
+	errMissingDestination = errors.New("the " + delivery.HeaderForwardTo + " header is missing")
+	errBadDestination     = errors.New("the " + delivery.HeaderForwardTo + " header is not an absolute http(s) URL")
+)
+
+// parseDestination validates the Kn-Forward-To values of a request: exactly
+// one absolute http or https URL with a host, no user information, no
+// fragment and no control characters. The host comes back lower-cased and
+// without a trailing dot.
+func parseDestination(values []string) (*url.URL, error) {
+	switch len(values) {
+	case 0:
+		return nil, errMissingDestination
+	case 1:
+	default:
+		return nil, wrapBad("it is repeated")
+	}
+	raw := values[0]
+	if raw == "" {
+		return nil, errMissingDestination
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		return nil, wrapBad("it contains spaces or control characters")
+	}
+	if strings.Contains(raw, "#") {
+		return nil, wrapBad("it has a fragment")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, wrapBad("it does not parse")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, wrapBad("the scheme is not http or https")
+	case u.Opaque != "":
+		return nil, wrapBad("it is not a hierarchical URL")
+	case u.User != nil:
+		return nil, wrapBad("it carries user information")
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return nil, wrapBad("it has no host")
+	}
+	port := u.Port()
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, wrapBad("its port is out of range")
+		}
+	}
+	if strings.Contains(host, ":") { // IPv6 literal: must parse as one
+		if _, err := netip.ParseAddr(host); err != nil {
+			return nil, wrapBad("its IPv6 address does not parse")
+		}
+	}
+	u.Host = hostPort(host, port)
+	return u, nil
+}
+
+func hostPort(host, port string) string {
+	if port == "" {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
+		}
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func wrapBad(why string) error {
+	return &destinationError{why: why}
+}
+
+// destinationError says why a Kn-Forward-To value is bad.
+type destinationError struct{ why string }
+
+func (e *destinationError) Error() string { return errBadDestination.Error() + ": " + e.why }
+func (e *destinationError) Unwrap() error { return errBadDestination }
+
+// destinationKey is the per-destination admission key: host and port,
+// with the scheme's default port made explicit.
+func destinationKey(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return hostPort(u.Hostname(), "443")
+	}
+	return hostPort(u.Hostname(), "80")
+}
+
+// clusterNamespace returns the namespace of a cluster-local service host
+// (name.namespace.svc or name.namespace.svc.<cluster domain>), or "".
+func clusterNamespace(host string) string {
+	labels := strings.Split(host, ".")
+	if len(labels) >= 3 && labels[2] == "svc" && isDNSLabel(labels[1]) {
+		return labels[1]
+	}
+	return ""
+}
+
+// isDNSLabel reports whether s is a valid Kubernetes namespace name.
+func isDNSLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// prefersAsync reports whether a Prefer header asks for respond-async.
+func prefersAsync(h http.Header) bool {
+	for _, v := range h.Values(delivery.HeaderPrefer) {
+		for pref := range strings.SplitSeq(v, ",") {
+			tok, _, _ := strings.Cut(pref, ";")
+			tok, _, _ = strings.Cut(tok, "=")
+			if strings.EqualFold(strings.TrimSpace(tok), delivery.PreferRespondAsync) {
+				return true
+			}
+		}
+	}
+	return false
+}

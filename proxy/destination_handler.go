@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// DestinationParams configure the destination handler.
+type DestinationParams struct {
+	// AllowedHosts are the host patterns a destination may name (see
+	// delivery.HostAllowed). If empty, no host name is allowed.
+	AllowedHosts []string
+	// Policy judges IP-literal destinations before anything is dialed; the
+	// dialer judges resolved names. If nil, the zero Policy.
+	Policy *delivery.Policy
+	// MaxTimeout caps Kn-Forward-Timeout and is the default deadline.
+	// If zero, 10 minutes.
+	MaxTimeout time.Duration
+	// MaxEventBytes refuses larger declared bodies at once. If zero, 4 MiB.
+	MaxEventBytes int64
+	// Retries is the default retry count of async calls. If zero, none.
+	Retries int
+	// MaxRetries caps Kn-Forward-Retry. If zero, Retries.
+	MaxRetries int
+	// BackoffDelay is the default first retry delay. If zero, 500 ms.
+	BackoffDelay time.Duration
+	// MaxBackoffDelay caps Kn-Forward-Backoff-Delay. If zero, 1 minute.
+	MaxBackoffDelay time.Duration
+}
+
+// NewDestinationHandler reads what a request asks of the proxy (destination,
+// deadline, async mode and retries, tenant), refuses what is malformed or
+// not allowed with 400, 403 or 413, and passes the rest on with its call.
+func NewDestinationHandler(p DestinationParams, logger *zap.SugaredLogger, next http.Handler) http.Handler {
+	if p.Policy == nil {
+		p.Policy = &delivery.Policy{}
+	}
+	if p.MaxTimeout <= 0 {
+		p.MaxTimeout = 10 * time.Minute
+	}
+	if p.MaxEventBytes <= 0 {
+		p.MaxEventBytes = 4 << 20
+	}
+	if p.MaxRetries <= 0 {
+		p.MaxRetries = p.Retries
+	}
+	if p.BackoffDelay <= 0 {
+		p.BackoffDelay = 500 * time.Millisecond
+	}
+	if p.MaxBackoffDelay <= 0 {
+		p.MaxBackoffDelay = time.Minute
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, reason, err := p.newCall(r)
+		if err != nil {
+			logger.Infow("Refused a call", zap.String("reason", string(reason)), zap.Error(err),
+				zap.String("ceId", r.Header.Get("Ce-Id")))
+			writeError(w, reason, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withCall(r.Context(), c)))
+	})
+}
+
+func (p *DestinationParams) newCall(r *http.Request) (*call, Reason, error) {
+	dest, err := parseDestination(r.Header.Values(delivery.HeaderForwardTo))
+	if err != nil {
+		if errors.Is(err, errMissingDestination) {
+			return nil, ReasonMissingDestination, err
+		}
+		return nil, ReasonBadDestination, err
+	}
+	host := dest.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
+			return nil, ReasonDestinationDenied, errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
+		}
+		if err := p.Policy.CheckAddr(ip); err != nil {
+			return nil, ReasonDestinationDenied, err
+		}
+	} else if !delivery.HostAllowed(host, p.AllowedHosts) {
+		return nil, ReasonDestinationDenied, errors.New("destination host " + host + " is not allowed by FORWARD_ALLOWED_HOSTS")
+	}
+	if r.ContentLength > p.MaxEventBytes {
+		return nil, ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
+			" bytes, more than the " + strconv.FormatInt(p.MaxEventBytes, 10) + " allowed")
+	}
+	c := &call{
+		dest:      dest,
+		destKey:   destinationKey(dest),
+		namespace: clusterNamespace(host),
+		timeout:   p.MaxTimeout,
+		async:     prefersAsync(r.Header),
+		retries:   p.Retries,
+		backoff:   p.BackoffDelay,
+	}
+	c.tenant = tenantOf(r.Header, c.namespace)
+	if v := r.Header.Get(delivery.HeaderForwardTimeout); v != "" {
+		d, err := delivery.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardTimeout + " is not a positive ISO-8601 duration such as PT10M")
+		}
+		c.timeout = min(d, p.MaxTimeout)
+	}
+	if v := r.Header.Get(delivery.HeaderForwardRetry); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardRetry + " is not a non-negative integer")
+		}
+		c.retries = min(n, p.MaxRetries)
+	}
+	if v := r.Header.Get(delivery.HeaderForwardBackoffDelay); v != "" {
+		d, err := delivery.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardBackoffDelay + " is not a positive ISO-8601 duration such as PT0.5S")
+		}
+		c.backoff = min(d, p.MaxBackoffDelay)
+	}
+	return c, "", nil
+}
+
+// hostPatternsOnly keeps the patterns that can match an IP literal: an
+// exact entry or "*" (a suffix wildcard never names an address).
+func hostPatternsOnly(patterns []string) []string {
+	var out []string
+	for _, p := range patterns {
+		if !strings.HasPrefix(p, "*.") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// tenantOf returns whom a call counts against: the Kn-Namespace header that
+// Knative sources set when it is a valid namespace name, otherwise the
+// destination's namespace.
+func tenantOf(h http.Header, destNamespace string) string {
+	if ns := h.Get(delivery.HeaderNamespace); isDNSLabel(ns) {
+		return ns
+	}
+	return destNamespace
+}

@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"net/http"
+	"sync/atomic"
+
+	"knative.dev/pkg/network"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// Probe paths.
+const (
+	// HealthPath answers 200 while the process serves.
+	HealthPath = "/healthz"
+	// ReadyPath answers 200 until draining starts, then 503.
+	ReadyPath = "/readyz"
+)
+
+// Drainer is the drain state of one proxy process.
+type Drainer struct {
+	draining atomic.Bool
+}
+
+// Drain starts draining: readiness fails and new calls are refused.
+func (d *Drainer) Drain() { d.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (d *Drainer) Draining() bool { return d.draining.Load() }
+
+// NewProbeHandler answers probes and, once draining, refuses new calls with
+// 503 draining so that callers retry on another pod while the calls this
+// pod holds run to completion. Probes are requests without Kn-Forward-To:
+// GET /healthz (liveness), GET /readyz and Kubernetes' kubelet and
+// Knative's network probes (readiness).
+func NewProbeHandler(d *Drainer, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, forwarding := r.Header[delivery.HeaderForwardTo]; !forwarding {
+			switch {
+			case r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+				w.WriteHeader(http.StatusOK)
+				return
+			case r.URL.Path == ReadyPath || network.IsKubeletProbe(r) || r.Header.Get(network.ProbeHeaderName) != "":
+				if d.Draining() {
+					http.Error(w, "draining", http.StatusServiceUnavailable)
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+		}
+		if d.Draining() {
+			writeError(w, ReasonDraining, "the proxy is shutting down; retry on another instance")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// ForwardParams configure how calls reach their destinations.
+type ForwardParams struct {
+	// Transports reach destinations. Required.
+	Transports *delivery.Transports
+	// Protocol is config.ProtocolAuto (h2c when the caller came over
+	// HTTP/2), ProtocolHTTP1 or ProtocolH2C. If empty, auto.
+	Protocol string
+	// MaxEventBytes bounds bodies of unknown length. If zero, 4 MiB.
+	MaxEventBytes int64
+	// LoopID is written into CDN-Loop. If empty, DefaultLoopID.
+	LoopID string
+}
+
+func (p *ForwardParams) defaults() {
+	if p.Protocol == "" {
+		p.Protocol = config.ProtocolAuto
+	}
+	if p.MaxEventBytes <= 0 {
+		p.MaxEventBytes = 4 << 20
+	}
+	if p.LoopID == "" {
+		p.LoopID = DefaultLoopID
+	}
+}
+
+// useH2C reports whether a call that arrived on r goes out over h2c.
+func (p *ForwardParams) useH2C(r *http.Request) bool {
+	return p.Protocol == config.ProtocolH2C || p.Protocol == config.ProtocolAuto && r.ProtoMajor == 2
+}
+
+// NewForwardHandler forwards a synchronous call and streams the
+// destination's answer back: method, body and end-to-end headers as they
+// came, hop-by-hop and Kn-Forward-* headers stripped, status, headers and
+// body of the answer unchanged. It never retries: the caller owns retries.
+func NewForwardHandler(p ForwardParams, logger *zap.SugaredLogger) http.Handler {
+	p.defaults()
+	f := &forwarder{p: p, logger: logger}
+	f.h1 = f.reverseProxy(p.Transports.HTTP1)
+	f.h2 = f.reverseProxy(p.Transports.H2C)
+	return f
+}
+
+type forwarder struct {
+	p      ForwardParams
+	logger *zap.SugaredLogger
+	h1, h2 *httputil.ReverseProxy
+}
+
+func (f *forwarder) reverseProxy(t http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        f.rewrite,
+		Transport:      t,
+		BufferPool:     copyBuffers,
+		ErrorHandler:   f.fail,
+		ErrorLog:       zap.NewStdLog(f.logger.Desugar()),
+	}
+}
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := callFrom(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
+	defer cancel()
+	out := r.WithContext(ctx)
+	if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+		c.body = &limitedBody{rc: r.Body, max: f.p.MaxEventBytes}
+		out.Body = c.body
+	}
+	if f.p.useH2C(r) && c.dest.Scheme == "http" {
+		f.h2.ServeHTTP(w, out)
+	} else {
+		f.h1.ServeHTTP(w, out)
+	}
+}
+
+// forwardedHeaders are end-to-end headers that ReverseProxy removes before
+// Rewrite; the proxy forwards them as the caller sent them.
+var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
+
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
+	c := callFrom(pr.In.Context())
+	u := *c.dest
+	pr.Out.URL = &u
+	pr.Out.Host = ""
+	for _, k := range forwardedHeaders {
+		if v, ok := pr.In.Header[k]; ok {
+			pr.Out.Header[k] = v
+		}
+	}
+	removeForwardHeaders(pr.Out.Header)
+	pr.Out.Header.Add(headerCDNLoop, f.p.LoopID)
+}
+
+// fail answers a call that got no response from its destination.
+func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
+	c := callFrom(out.Context())
+	reason := failureReason(out.Context(), c, err)
+	if reason == "" {
+		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))
+		return
+	}
+	f.logger.Warnw("Call failed", zap.String("reason", string(reason)), zap.String("tenant", c.tenant),
+		zap.String("destination", c.dest.Host), zap.String("ceId", out.Header.Get("Ce-Id")), zap.Error(err))
+	writeError(w, reason, failureMessage(reason, c, err))
+}
+
+// failureReason classifies why a call got no response; "" when the caller
+// went away and nobody is listening.
+func failureReason(ctx context.Context, c *call, err error) Reason {
+	switch {
+	case c.body != nil && c.body.tooLarge.Load():
+		return ReasonBodyTooLarge
+	case errors.Is(err, delivery.ErrDestinationDenied):
+		return ReasonDestinationDenied
+	}
+	switch delivery.Classify(ctx, err) {
+	case delivery.TimedOut:
+		return ReasonTimeout
+	case delivery.CallerGone:
+		return ""
+	default:
+		return ReasonUnreachable
+	}
+}
+
+func failureMessage(reason Reason, c *call, err error) string {
+	switch reason {
+	case ReasonTimeout:
+		return "no response from " + c.dest.Host + " within " + c.timeout.String()
+	case ReasonBodyTooLarge:
+		return "the body is larger than the " + strconv.FormatInt(c.body.max, 10) + " bytes allowed"
+	default:
+		return err.Error()
+	}
+}
+
+// limitedBody fails a body of unknown length once it passes its limit, so
+// that the destination never sees a complete oversized request.
+type limitedBody struct {
+	rc       io.ReadCloser
+	max, n   int64
+	tooLarge atomic.Bool
+}
+
+var errBodyTooLarge = errors.New("request body too large")
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.tooLarge.Load() {
+		return 0, errBodyTooLarge
+	}
+	if rem := b.max - b.n + 1; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if b.n > b.max {
+		b.tooLarge.Store(true)
+		return 0, errBodyTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// copyBuffers lends ReverseProxy 32 KiB copy buffers, so that a held call
+// owns no buffer while it waits.
+var copyBuffers httputil.BufferPool = bufferPool{}
+
+const copyBufferSize = 32 << 10
+
+var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
+func (bufferPool) Put(b []byte) {
+	if len(b) == copyBufferSize {
+		copyBufferPool.Put((*[copyBufferSize]byte)(b))
+	}
+}

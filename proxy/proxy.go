@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// Proxy is one forwarding proxy process's handler chain and the state that
+// outlives a request: admission counts, drain state, background deliveries.
+type Proxy struct {
+	Limiter *Limiter
+	Drainer *Drainer
+	async   *Async
+	handler http.Handler
+	logger  *zap.SugaredLogger
+}
+
+// Option changes how New builds a Proxy.
+type Option func(*options)
+
+type options struct {
+	transports *delivery.Transports
+	loopID     string
+}
+
+// WithTransports makes the proxy reach destinations through t instead of
+// transports built from the configuration.
+func WithTransports(t *delivery.Transports) Option {
+	return func(o *options) { o.transports = t }
+}
+
+// WithLoopID sets the identity written into CDN-Loop. If unset,
+// DefaultLoopID.
+func WithLoopID(id string) Option {
+	return func(o *options) { o.loopID = id }
+}
+
+// New builds the proxy described by cfg. The handler chain, outermost
+// first: loop check, probes and drain, destination, admission, then the
+// synchronous forwarder or the async hand-off.
+func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
+	o := options{loopID: DefaultLoopID}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	policy := &delivery.Policy{Allowed: cfg.AllowedCIDRs, Denied: cfg.DeniedCIDRs, Self: delivery.LocalAddrs()}
+	if o.transports == nil {
+		o.transports = delivery.NewTransports(TransportParams(cfg, policy))
+	}
+	p := &Proxy{
+		Limiter: NewLimiter(LimiterParams{
+			MaxInflight:       cfg.MaxInflight,
+			MaxPerDestination: cfg.MaxInflightPerDestination,
+			MaxPerTenant:      cfg.MaxInflightPerTenant,
+			Reserve:           cfg.TenantReserve,
+		}),
+		Drainer: &Drainer{},
+		logger:  logger,
+	}
+	fp := ForwardParams{
+		Transports:    o.transports,
+		Protocol:      cfg.DestinationProtocol,
+		MaxEventBytes: cfg.MaxEventBytes,
+		LoopID:        o.loopID,
+	}
+	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
+
+	// Innermost first.
+	h := modeSwitch(NewForwardHandler(fp, logger), p.async)
+	h = NewAdmissionHandler(p.Limiter, logger, h)
+	h = NewDestinationHandler(DestinationParams{
+		AllowedHosts:    cfg.AllowedHosts,
+		Policy:          policy,
+		MaxTimeout:      cfg.MaxTimeout,
+		MaxEventBytes:   cfg.MaxEventBytes,
+		Retries:         cfg.AsyncRetries,
+		MaxRetries:      cfg.AsyncMaxRetries,
+		BackoffDelay:    cfg.AsyncBackoffDelay,
+		MaxBackoffDelay: cfg.AsyncBackoffMax,
+	}, logger, h)
+	h = NewProbeHandler(p.Drainer, h)
+	p.handler = NewLoopHandler(o.loopID, logger, h)
+	return p
+}
+
+// TransportParams derives the outbound transport settings from cfg, with
+// policy checking every dialed address.
+func TransportParams(cfg *config.Proxy, policy *delivery.Policy) delivery.TransportParams {
+	return delivery.TransportParams{
+		DialTimeout:         cfg.DialTimeout,
+		IdleConnTimeout:     cfg.IdleConnTimeout,
+		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+		HTTP2:               HTTP2Config(cfg),
+		Control:             policy.Control,
+	}
+}
+
+// HTTP2Config is the HTTP/2 tuning of cfg, shared by the inbound server and
+// the outbound transports.
+func HTTP2Config(cfg *config.Proxy) *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          cfg.H2MaxConcurrentStreams,
+		MaxReceiveBufferPerConnection: cfg.H2ConnWindowBytes,
+		MaxReceiveBufferPerStream:     cfg.H2StreamWindowBytes,
+		SendPingTimeout:               30 * time.Second,
+		PingTimeout:                   15 * time.Second,
+	}
+}
+
+// modeSwitch sends async calls to async and the others to sync.
+func modeSwitch(sync, async http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if callFrom(r.Context()).async {
+			async.ServeHTTP(w, r)
+		} else {
+			sync.ServeHTTP(w, r)
+		}
+	})
+}
+
+// Handler returns the handler chain.
+func (p *Proxy) Handler() http.Handler { return p.handler }
+
+// Drain starts draining: readiness fails and new calls get 503 draining.
+func (p *Proxy) Drain() { p.Drainer.Drain() }
+
+// Shutdown waits until every held call, sync or async, has ended. When ctx
+// ends first, background deliveries still running are cancelled and each
+// is logged as abandoned; the error is then ctx's.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	err := p.Limiter.WaitIdle(ctx)
+	if err == nil {
+		return p.async.Wait(ctx)
+	}
+	p.async.Abort()
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(err, p.async.Wait(wctx))
+}
