@@ -66,11 +66,11 @@ type forwarder struct {
 
 func (f *forwarder) reverseProxy(t http.RoundTripper) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Rewrite:        f.rewrite,
-		Transport:      t,
-		BufferPool:     copyBuffers,
-		ErrorHandler:   f.fail,
-		ErrorLog:       zap.NewStdLog(f.logger.Desugar()),
+		Rewrite:      f.rewrite,
+		Transport:    t,
+		BufferPool:   copyBuffers,
+		ErrorHandler: f.fail,
+		ErrorLog:     zap.NewStdLog(f.logger.Desugar()),
 	}
 }
 
