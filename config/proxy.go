@@ -85,14 +85,14 @@ type Proxy struct {
 	// inbound and outbound (FORWARD_H2_MAX_CONCURRENT_STREAMS); if unset, 10000.
 	H2MaxConcurrentStreams int
 	// H2ConnWindowBytes is the HTTP/2 flow-control window of a connection
-	// (FORWARD_H2_CONN_WINDOW_BYTES); if unset, 4 MiB.
+	// (FORWARD_H2_CONN_WINDOW_BYTES), 64 KiB to 2^31-1; if unset, 4 MiB.
 	H2ConnWindowBytes int
 	// H2StreamWindowBytes is the HTTP/2 flow-control window of a stream
-	// (FORWARD_H2_STREAM_WINDOW_BYTES); if unset, 256 KiB.
+	// (FORWARD_H2_STREAM_WINDOW_BYTES), 64 KiB to 2^31-1; if unset, 256 KiB.
 	H2StreamWindowBytes int
 
 	// AsyncRetries is the default retry count of async calls
-	// (FORWARD_ASYNC_RETRY); if unset, 5.
+	// (FORWARD_ASYNC_RETRY); if unset, 5, or AsyncMaxRetries if lower.
 	AsyncRetries int
 	// AsyncMaxRetries caps Kn-Forward-Retry (FORWARD_ASYNC_MAX_RETRY); if
 	// unset, 20.
@@ -131,7 +131,8 @@ func DefaultMaxInflight(memLimit int64) int {
 	if memLimit <= 0 {
 		return 10000
 	}
-	n := memLimit * 6 / 10 / bytesPerHeldCall
+	// Clamp first so that *6 cannot overflow; 1 PiB is far past the cap.
+	n := min(memLimit, 1<<50) * 6 / 10 / bytesPerHeldCall
 	return int(min(max(n, 100), 100000))
 }
 
@@ -157,9 +158,8 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
 		MaxIdleConnsPerHost:    r.positiveInt("FORWARD_MAX_IDLE_CONNS_PER_HOST", 1024),
 		H2MaxConcurrentStreams: r.positiveInt("FORWARD_H2_MAX_CONCURRENT_STREAMS", 10000),
-		H2ConnWindowBytes:      r.positiveInt("FORWARD_H2_CONN_WINDOW_BYTES", 4<<20),
-		H2StreamWindowBytes:    r.positiveInt("FORWARD_H2_STREAM_WINDOW_BYTES", 256<<10),
-		AsyncRetries:           r.nonNegativeInt("FORWARD_ASYNC_RETRY", 5),
+		H2ConnWindowBytes:      r.intIn("FORWARD_H2_CONN_WINDOW_BYTES", 4<<20, 1<<16, 1<<31-1),
+		H2StreamWindowBytes:    r.intIn("FORWARD_H2_STREAM_WINDOW_BYTES", 256<<10, 1<<16, 1<<31-1),
 		AsyncMaxRetries:        r.nonNegativeInt("FORWARD_ASYNC_MAX_RETRY", 20),
 		AsyncBackoffDelay:      r.duration("FORWARD_ASYNC_BACKOFF_DELAY", 500*time.Millisecond),
 		AsyncBackoffMax:        r.duration("FORWARD_ASYNC_BACKOFF_MAX", time.Minute),
@@ -167,6 +167,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		DrainQuietPeriod:       r.nonNegativeDuration("FORWARD_DRAIN_QUIET_PERIOD", 0),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
 	}
+	c.AsyncRetries = r.nonNegativeInt("FORWARD_ASYNC_RETRY", min(5, c.AsyncMaxRetries))
 	c.MaxInflightPerDestination = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_DESTINATION", max(c.MaxInflight/2, 1))
 	c.MaxInflightPerTenant = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_TENANT", max(c.MaxInflight*3/4, 1))
 	c.TenantReserve = r.nonNegativeInt("FORWARD_TENANT_RESERVE", c.MaxInflight/10)
@@ -219,6 +220,15 @@ func (r *reader) int(name string, def, lowest int) int {
 	if err != nil || n < lowest {
 		r.fail(name, v, fmt.Sprintf("want an integer >= %d", lowest))
 		return def
+	}
+	return n
+}
+
+// intIn reads an integer within [lowest, highest].
+func (r *reader) intIn(name string, def, lowest, highest int) int {
+	n := r.int(name, def, lowest)
+	if n > highest {
+		r.fail(name, strconv.Itoa(n), fmt.Sprintf("want an integer in [%d, %d]", lowest, highest))
 	}
 	return n
 }
@@ -290,7 +300,8 @@ func (r *reader) hosts(name string, def []string) []string {
 	}
 	for i, h := range v {
 		h = strings.TrimSuffix(strings.ToLower(h), ".")
-		if strings.Contains(h[min(1, len(h)):], "*") || strings.ContainsAny(h, "/:@ ") || h == "" {
+		wild := strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
+		if wild || strings.Contains(h[min(1, len(h)):], "*") || strings.ContainsAny(h, "/:@ ") || h == "" {
 			r.fail(name, v[i], "want host patterns such as *.svc.cluster.local or an exact host name")
 		}
 		v[i] = h

@@ -24,7 +24,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	var total float64
 	inTime := false
-	seen := ""
+	last := -1 // rank of the previous unit: units must come largest first
 	for rest != "" {
 		if rest[0] == 'T' {
 			if inTime {
@@ -46,14 +46,6 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 		num, unit := rest[:i], rest[i]
 		rest = rest[i+1:]
-		key := string(unit)
-		if inTime {
-			key = "T" + key
-		}
-		if strings.Contains(seen, key+",") {
-			return 0, fmt.Errorf("%w: %q repeats %s", ErrBadDuration, s, key)
-		}
-		seen += key + ","
 		v, err := strconv.ParseFloat(num, 64)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %q", ErrBadDuration, s)
@@ -62,24 +54,31 @@ func ParseDuration(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("%w: %q: only seconds may have a fraction", ErrBadDuration, s)
 		}
 		var scale time.Duration
+		rank := 0
 		switch {
 		case !inTime && unit == 'W':
-			scale = 7 * 24 * time.Hour
+			scale, rank = 7*24*time.Hour, 0
 		case !inTime && unit == 'D':
-			scale = 24 * time.Hour
+			scale, rank = 24*time.Hour, 1
 		case inTime && unit == 'H':
-			scale = time.Hour
+			scale, rank = time.Hour, 2
 		case inTime && unit == 'M':
-			scale = time.Minute
+			scale, rank = time.Minute, 3
 		case inTime && unit == 'S':
-			scale = time.Second
+			scale, rank = time.Second, 4
 		case !inTime && (unit == 'Y' || unit == 'M'):
 			return 0, fmt.Errorf("%w: %q: years and months have no fixed length", ErrBadDuration, s)
 		default:
 			return 0, fmt.Errorf("%w: %q: unknown unit %q", ErrBadDuration, s, unit)
 		}
+		if rank <= last {
+			return 0, fmt.Errorf("%w: %q: units repeated or out of order", ErrBadDuration, s)
+		}
+		last = rank
 		total += v * float64(scale)
-		if total > math.MaxInt64 {
+		// float64(math.MaxInt64) rounds up to 2^63, which does not fit
+		// in a Duration: refuse it too rather than wrap to negative.
+		if total >= math.MaxInt64 {
 			return 0, fmt.Errorf("%w: %q is too long", ErrBadDuration, s)
 		}
 	}

@@ -145,9 +145,9 @@ func LocalAddrs() []netip.Addr {
 // HostAllowed reports whether a lower-cased host without port matches one
 // of the patterns: "*.suffix" matches any name ending in ".suffix", "*"
 // matches every name, anything else matches exactly. The Kubernetes API
-// (kubernetes.default and its longer forms) never matches.
+// (kubernetes, kubernetes.default and their longer forms) never matches.
 func HostAllowed(host string, patterns []string) bool {
-	if host == "kubernetes.default" || strings.HasPrefix(host, "kubernetes.default.") {
+	if host == "kubernetes" || host == "kubernetes.default" || strings.HasPrefix(host, "kubernetes.default.") {
 		return false
 	}
 	for _, p := range patterns {

@@ -42,6 +42,10 @@ func (b Backoff) Wait(attempt int, retryAfter time.Duration) time.Duration {
 	}
 	d := base
 	for i := 1; i < attempt && d < ceiling; i++ {
+		if d > ceiling/2 { // doubling would pass the cap (or overflow)
+			d = ceiling
+			break
+		}
 		d *= 2
 	}
 	d = min(d, ceiling)

@@ -45,6 +45,9 @@ type Transports struct {
 	HTTP1 *http.Transport
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
 	H2C *http.Transport
+	// Prober tells whether a destination speaks h2c, through the same
+	// guarded dialer.
+	Prober *H2CProber
 }
 
 // NewTransports builds both transports from p.
@@ -77,7 +80,7 @@ func NewTransports(p TransportParams) *Transports {
 	h2c := base()
 	h2c.Protocols = new(http.Protocols)
 	h2c.Protocols.SetUnencryptedHTTP2(true)
-	return &Transports{HTTP1: h1, H2C: h2c}
+	return &Transports{HTTP1: h1, H2C: h2c, Prober: &H2CProber{Dial: dialer.DialContext, Timeout: dialer.Timeout}}
 }
 
 // For returns the transport for a destination with the given scheme: h2c

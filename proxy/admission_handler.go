@@ -25,10 +25,10 @@ func NewAdmissionHandler(l *Limiter, logger *zap.SugaredLogger, next http.Handle
 			writeError(w, reason, err.Error())
 			return
 		}
-		c.ticket = t
+		c.hold(t)
 		defer func() {
 			if !c.detached {
-				t.Release()
+				c.release()
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -37,6 +37,8 @@ func NewAdmissionHandler(l *Limiter, logger *zap.SugaredLogger, next http.Handle
 
 func admissionReason(err error) Reason {
 	switch {
+	case errors.Is(err, ErrClosed):
+		return ReasonDraining
 	case errors.Is(err, ErrDestinationBusy):
 		return ReasonDestinationBusy
 	case errors.Is(err, ErrTenantLimited):

@@ -52,7 +52,7 @@ type job struct {
 	method  string
 	header  http.Header
 	body    []byte
-	h2c     bool
+	http2   bool // the caller came over HTTP/2
 	backoff delivery.Backoff
 }
 
@@ -76,13 +76,14 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Add(headerCDNLoop, a.p.LoopID)
 	j := &job{
 		c: c, method: r.Method, header: h, body: body,
-		h2c: a.p.useH2C(r),
+		http2: r.ProtoMajor == 2,
 		backoff: delivery.Backoff{
 			Retries: c.retries, Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
 		},
 	}
 	c.detached = true
+	c.metrics.asyncPending(1)
 	a.wg.Add(1)
 	go a.deliver(j)
 	w.Header().Set("Content-Length", "0")
@@ -110,8 +111,9 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 
 func (a *Async) deliver(j *job) {
 	defer a.wg.Done()
-	defer j.c.ticket.Release()
 	c := j.c
+	defer c.metrics.asyncPending(-1)
+	defer c.release()
 	var (
 		status  int
 		lastErr error
@@ -125,14 +127,16 @@ func (a *Async) deliver(j *job) {
 		if err == nil && status < 300 {
 			a.logger.Debugw("Delivered async event", zap.String("destination", c.dest.Host),
 				zap.Int("status", status), zap.Int("attempts", attempt+1))
+			c.metrics.asyncEnded(asyncDelivered)
 			return
 		}
 		if a.ctx.Err() != nil {
-			a.logFailure("Abandoned async event at shutdown", j, status, attempt+1, lastErr)
+			a.abandoned(j, status, attempt+1, lastErr)
 			return
 		}
 		if errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= j.backoff.Retries {
 			a.logFailure("Async delivery failed", j, status, attempt+1, lastErr)
+			c.metrics.asyncEnded(asyncFailed)
 			return
 		}
 		var ra time.Duration
@@ -144,10 +148,16 @@ func (a *Async) deliver(j *job) {
 		case <-t.C:
 		case <-a.ctx.Done():
 			t.Stop()
-			a.logFailure("Abandoned async event at shutdown", j, status, attempt+1, lastErr)
+			a.abandoned(j, status, attempt+1, lastErr)
 			return
 		}
+		c.metrics.asyncRetry()
 	}
+}
+
+func (a *Async) abandoned(j *job, status, attempts int, err error) {
+	a.logFailure("Abandoned async event at shutdown", j, status, attempts, err)
+	j.c.metrics.asyncEnded(asyncAbandoned)
 }
 
 // attempt makes one call and drains and closes the response body; the
@@ -160,7 +170,10 @@ func (a *Async) attempt(j *job) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header = j.header.Clone()
-	var t http.RoundTripper = a.p.Transports.For(j.c.dest.Scheme, j.h2c)
+	var t http.RoundTripper = a.p.Transports.HTTP1
+	if a.p.useH2C(ctx, j.http2, j.c) {
+		t = a.p.Transports.H2C
+	}
 	resp, err := t.RoundTrip(req)
 	if err != nil {
 		if delivery.Classify(ctx, err) == delivery.TimedOut && a.ctx.Err() == nil {

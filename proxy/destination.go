@@ -68,6 +68,8 @@ func parseDestination(values []string) (*url.URL, error) {
 		if _, err := netip.ParseAddr(host); err != nil {
 			return nil, wrapBad("its IPv6 address does not parse")
 		}
+	} else if !isHostName(host) {
+		return nil, wrapBad("its host is not a valid DNS name or IPv4 address")
 	}
 	u.Host = hostPort(host, port)
 	return u, nil
@@ -113,6 +115,26 @@ func clusterNamespace(host string) string {
 		return labels[1]
 	}
 	return ""
+}
+
+// isHostName reports whether host (lower-case) is a DNS name: labels of
+// letters, digits, '-' and '_', none empty or longer than 63, 253 in all.
+func isHostName(host string) bool {
+	if len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isDNSLabel reports whether s is a valid Kubernetes namespace name.

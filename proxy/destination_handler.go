@@ -59,72 +59,76 @@ func NewDestinationHandler(p DestinationParams, logger *zap.SugaredLogger, next 
 		p.MaxBackoffDelay = time.Minute
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, reason, err := p.newCall(r)
+		c := callFrom(r.Context())
+		if c == nil {
+			c = &call{}
+			r = r.WithContext(withCall(r.Context(), c))
+		}
+		reason, err := p.fill(c, r)
 		if err != nil {
 			logger.Infow("Refused a call", zap.String("reason", string(reason)), zap.Error(err),
 				zap.String("ceId", r.Header.Get("Ce-Id")))
 			writeError(w, reason, err.Error())
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(withCall(r.Context(), c)))
+		next.ServeHTTP(w, r)
 	})
 }
 
-func (p *DestinationParams) newCall(r *http.Request) (*call, Reason, error) {
+// fill completes c from r, or says why r is refused.
+func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	dest, err := parseDestination(r.Header.Values(delivery.HeaderForwardTo))
 	if err != nil {
 		if errors.Is(err, errMissingDestination) {
-			return nil, ReasonMissingDestination, err
+			return ReasonMissingDestination, err
 		}
-		return nil, ReasonBadDestination, err
+		return ReasonBadDestination, err
 	}
 	host := dest.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
-			return nil, ReasonDestinationDenied, errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
+			return ReasonDestinationDenied, errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
 		}
 		if err := p.Policy.CheckAddr(ip); err != nil {
-			return nil, ReasonDestinationDenied, err
+			return ReasonDestinationDenied, err
 		}
 	} else if !delivery.HostAllowed(host, p.AllowedHosts) {
-		return nil, ReasonDestinationDenied, errors.New("destination host " + host + " is not allowed by FORWARD_ALLOWED_HOSTS")
+		return ReasonDestinationDenied, errors.New("destination host " + host + " is not allowed by FORWARD_ALLOWED_HOSTS")
 	}
 	if r.ContentLength > p.MaxEventBytes {
-		return nil, ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
+		return ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
 			" bytes, more than the " + strconv.FormatInt(p.MaxEventBytes, 10) + " allowed")
 	}
-	c := &call{
-		dest:      dest,
-		destKey:   destinationKey(dest),
-		namespace: clusterNamespace(host),
-		timeout:   p.MaxTimeout,
-		async:     prefersAsync(r.Header),
-		retries:   p.Retries,
-		backoff:   p.BackoffDelay,
-	}
+	c.dest = dest
+	c.destKey = destinationKey(dest)
+	c.namespace = clusterNamespace(host)
+	c.timeout = p.MaxTimeout
+	c.async = prefersAsync(r.Header)
+	c.retries = p.Retries
+	c.backoff = p.BackoffDelay
 	c.tenant = tenantOf(r.Header, c.namespace)
 	if v := r.Header.Get(delivery.HeaderForwardTimeout); v != "" {
 		d, err := delivery.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
-			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardTimeout + " is not a positive ISO-8601 duration such as PT10M")
+			return ReasonBadRequest, errors.New(delivery.HeaderForwardTimeout + " is not a positive ISO-8601 duration such as PT10M")
 		}
 		c.timeout = min(d, p.MaxTimeout)
 	}
 	if v := r.Header.Get(delivery.HeaderForwardRetry); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 {
-			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardRetry + " is not a non-negative integer")
+			return ReasonBadRequest, errors.New(delivery.HeaderForwardRetry + " is not a non-negative integer")
 		}
 		c.retries = min(n, p.MaxRetries)
 	}
 	if v := r.Header.Get(delivery.HeaderForwardBackoffDelay); v != "" {
 		d, err := delivery.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
-			return nil, ReasonBadRequest, errors.New(delivery.HeaderForwardBackoffDelay + " is not a positive ISO-8601 duration such as PT0.5S")
+			return ReasonBadRequest, errors.New(delivery.HeaderForwardBackoffDelay + " is not a positive ISO-8601 duration such as PT0.5S")
 		}
 		c.backoff = min(d, p.MaxBackoffDelay)
 	}
-	return c, "", nil
+	return "", nil
 }
 
 // hostPatternsOnly keeps the patterns that can match an IP literal: an

@@ -35,19 +35,16 @@ func (d *Drainer) Draining() bool { return d.draining.Load() }
 // Knative's network probes (readiness).
 func NewProbeHandler(d *Drainer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, forwarding := r.Header[delivery.HeaderForwardTo]; !forwarding {
-			switch {
-			case r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-				w.WriteHeader(http.StatusOK)
-				return
-			case r.URL.Path == ReadyPath || network.IsKubeletProbe(r) || r.Header.Get(network.ProbeHeaderName) != "":
-				if d.Draining() {
-					http.Error(w, "draining", http.StatusServiceUnavailable)
-					return
-				}
-				w.WriteHeader(http.StatusOK)
+		if _, forwarding := r.Header[delivery.HeaderForwardTo]; !forwarding && isProbe(r) {
+			if c := callFrom(r.Context()); c != nil {
+				c.probe = true
+			}
+			if r.URL.Path != HealthPath && d.Draining() {
+				http.Error(w, "draining", http.StatusServiceUnavailable)
 				return
 			}
+			w.WriteHeader(http.StatusOK)
+			return
 		}
 		if d.Draining() {
 			writeError(w, ReasonDraining, "the proxy is shutting down; retry on another instance")
@@ -55,4 +52,10 @@ func NewProbeHandler(d *Drainer, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isProbe reports whether r is a liveness or readiness probe.
+func isProbe(r *http.Request) bool {
+	return r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) ||
+		r.URL.Path == ReadyPath || network.IsKubeletProbe(r) || r.Header.Get(network.ProbeHeaderName) != ""
 }

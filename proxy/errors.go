@@ -66,6 +66,9 @@ const retryAfter = time.Second
 // Kn-Forward-Error header and a small JSON body. Retryable refusals (429,
 // 503) carry Retry-After.
 func writeError(w http.ResponseWriter, reason Reason, message string) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.reason = reason
+	}
 	h := w.Header()
 	h.Set(delivery.HeaderForwardError, string(reason))
 	h.Set("Content-Type", "application/json")

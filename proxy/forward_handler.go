@@ -21,7 +21,8 @@ type ForwardParams struct {
 	// Transports reach destinations. Required.
 	Transports *delivery.Transports
 	// Protocol is config.ProtocolAuto (h2c when the caller came over
-	// HTTP/2), ProtocolHTTP1 or ProtocolH2C. If empty, auto.
+	// HTTP/2 and the destination speaks it), ProtocolHTTP1 or ProtocolH2C.
+	// If empty, auto.
 	Protocol string
 	// MaxEventBytes bounds bodies of unknown length. If zero, 4 MiB.
 	MaxEventBytes int64
@@ -41,9 +42,24 @@ func (p *ForwardParams) defaults() {
 	}
 }
 
-// useH2C reports whether a call that arrived on r goes out over h2c.
-func (p *ForwardParams) useH2C(r *http.Request) bool {
-	return p.Protocol == config.ProtocolH2C || p.Protocol == config.ProtocolAuto && r.ProtoMajor == 2
+// useH2C reports whether call c, which arrived over HTTP/2 or not, goes
+// out over h2c. Only plain-http destinations can. In auto mode, as
+// Knative's activator does, an HTTP/2 caller gets h2c to the destination,
+// but only once the prober has seen that the destination speaks it: a plain
+// HTTP/1.1 sink then still gets HTTP/1.1 instead of a failed call.
+func (p *ForwardParams) useH2C(ctx context.Context, inboundHTTP2 bool, c *call) bool {
+	switch {
+	case c.dest.Scheme != "http":
+		return false
+	case p.Protocol == config.ProtocolH2C:
+		return true
+	case p.Protocol != config.ProtocolAuto || !inboundHTTP2:
+		return false
+	case p.Transports.Prober == nil:
+		return true
+	default:
+		return p.Transports.Prober.Supports(ctx, c.destKey)
+	}
 }
 
 // NewForwardHandler forwards a synchronous call and streams the
@@ -83,7 +99,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.body = &limitedBody{rc: r.Body, max: f.p.MaxEventBytes}
 		out.Body = c.body
 	}
-	if f.p.useH2C(r) && c.dest.Scheme == "http" {
+	if f.p.useH2C(ctx, r.ProtoMajor == 2, c) {
 		f.h2.ServeHTTP(w, out)
 	} else {
 		f.h1.ServeHTTP(w, out)

@@ -15,6 +15,8 @@ var (
 	ErrDestinationBusy = errors.New("the destination holds its maximum of calls")
 	// ErrTenantLimited: the tenant holds its share of the pod.
 	ErrTenantLimited = errors.New("the tenant holds its share of the pod")
+	// ErrClosed: the pod is draining and admits nothing new.
+	ErrClosed = errors.New("the proxy is shutting down")
 )
 
 // LimiterParams are the admission limits of one pod.
@@ -44,6 +46,7 @@ type Limiter struct {
 	dests   map[string]int
 	tenants map[string]int
 	idle    chan struct{} // closed while total == 0
+	closed  bool
 }
 
 // NewLimiter returns a Limiter with the given limits.
@@ -68,13 +71,16 @@ type Ticket struct {
 	tenant, dest string
 }
 
-// Acquire admits a call of tenant to dest, or returns ErrOverloaded,
-// ErrDestinationBusy or ErrTenantLimited, checked in that order.
+// Acquire admits a call of tenant to dest, or returns ErrClosed,
+// ErrOverloaded, ErrDestinationBusy or ErrTenantLimited, checked in that
+// order.
 func (l *Limiter) Acquire(tenant, dest string) (Ticket, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.tenants[tenant]
 	switch {
+	case l.closed:
+		return Ticket{}, ErrClosed
 	case l.total >= l.p.MaxInflight:
 		return Ticket{}, ErrOverloaded
 	case l.dests[dest] >= l.p.MaxPerDestination:
@@ -115,6 +121,14 @@ func decr(m map[string]int, k string) {
 	} else {
 		m[k]--
 	}
+}
+
+// Close makes every later Acquire fail with ErrClosed, so that once
+// WaitIdle returns after Close, nothing is held and nothing can start.
+func (l *Limiter) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
 }
 
 // Inflight returns the number of calls held now.

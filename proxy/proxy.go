@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
@@ -26,8 +27,15 @@ type Proxy struct {
 type Option func(*options)
 
 type options struct {
-	transports *delivery.Transports
-	loopID     string
+	transports    *delivery.Transports
+	loopID        string
+	meterProvider metric.MeterProvider
+}
+
+// WithMeterProvider records the proxy's metrics through mp. If unset,
+// nothing is recorded.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meterProvider = mp }
 }
 
 // WithTransports makes the proxy reach destinations through t instead of
@@ -44,7 +52,8 @@ func WithLoopID(id string) Option {
 
 // New builds the proxy described by cfg. The handler chain, outermost
 // first: loop check, probes and drain, destination, admission, then the
-// synchronous forwarder or the async hand-off.
+// synchronous forwarder or the async hand-off; all inside the metrics
+// handler, which sees every request.
 func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	o := options{loopID: DefaultLoopID}
 	for _, opt := range opts {
@@ -63,6 +72,11 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		}),
 		Drainer: &Drainer{},
 		logger:  logger,
+	}
+	m, err := NewMetrics(o.meterProvider, p.Limiter)
+	if err != nil {
+		// Only an invalid instrument name can cause this: a bug, not a setting.
+		logger.Errorw("Metrics are off: cannot build instruments", zap.Error(err))
 	}
 	fp := ForwardParams{
 		Transports:    o.transports,
@@ -86,7 +100,8 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		MaxBackoffDelay: cfg.AsyncBackoffMax,
 	}, logger, h)
 	h = NewProbeHandler(p.Drainer, h)
-	p.handler = NewLoopHandler(o.loopID, logger, h)
+	h = NewLoopHandler(o.loopID, logger, h)
+	p.handler = NewMetricsHandler(m, h)
 	return p
 }
 
@@ -128,8 +143,13 @@ func modeSwitch(sync, async http.Handler) http.Handler {
 // Handler returns the handler chain.
 func (p *Proxy) Handler() http.Handler { return p.handler }
 
-// Drain starts draining: readiness fails and new calls get 503 draining.
-func (p *Proxy) Drain() { p.Drainer.Drain() }
+// Drain starts draining: readiness fails and new calls get 503 draining,
+// including one that passed the drain check just before and is not yet
+// admitted.
+func (p *Proxy) Drain() {
+	p.Drainer.Drain()
+	p.Limiter.Close()
+}
 
 // Shutdown waits until every held call, sync or async, has ended. When ctx
 // ends first, background deliveries still running are cancelled and each

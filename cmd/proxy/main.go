@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"knative.dev/pkg/logging"
 
 	"knative.dev/event-forwarding-proxy/config"
@@ -36,16 +37,25 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	p := proxy.New(cfg, logger)
-	srv := proxy.NewServer(cfg, p.Handler(), logger)
-	ln, err := net.Listen("tcp", srv.Addr)
+	reg := prometheus.NewRegistry()
+	mp, err := proxy.NewPrometheusMeterProvider(reg)
 	if err != nil {
-		logger.Errorw("Cannot listen", "addr", srv.Addr, "error", err)
+		logger.Errorw("Cannot set up metrics", "error", err)
 		return 1
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Infow("Forwarding events", "addr", ln.Addr().String(), "maxInflight", cfg.MaxInflight,
+	p := proxy.New(cfg, logger, proxy.WithMeterProvider(mp))
+	srv := proxy.NewServer(cfg, p.Handler(), logger)
+	msrv := proxy.NewMetricsServer(cfg.MetricsPort, reg)
+	served := make(chan error, 2)
+	for _, s := range []*http.Server{srv, msrv} {
+		ln, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			logger.Errorw("Cannot listen", "addr", s.Addr, "error", err)
+			return 1
+		}
+		go func() { served <- s.Serve(ln) }()
+	}
+	logger.Infow("Forwarding events", "addr", srv.Addr, "metricsAddr", msrv.Addr, "maxInflight", cfg.MaxInflight,
 		"allowedHosts", cfg.AllowedHosts, "maxTimeout", cfg.MaxTimeout.String())
 
 	select {
@@ -70,6 +80,7 @@ func run() int {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warnw("Server shutdown", "error", err)
 	}
+	_ = msrv.Shutdown(sctx)
 	logger.Info("Drained")
 	return 0
 }

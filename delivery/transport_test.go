@@ -1,0 +1,315 @@
+package delivery_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// newBackend starts a loopback server speaking HTTP/1.1 and h2c that
+// records the protocol of each request and counts new connections.
+func newBackend(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the body of GET %s: %v", url, err)
+	}
+	return resp, string(body)
+}
+
+func TestTransportsFor(t *testing.T) {
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	if trs.HTTP1 == trs.H2C {
+		t.Fatal("HTTP1 and H2C are the same transport")
+	}
+	tests := []struct {
+		name   string
+		scheme string
+		h2c    bool
+		want   *http.Transport
+	}{
+		{name: "http with h2c", scheme: "http", h2c: true, want: trs.H2C},
+		{name: "http without h2c", scheme: "http", want: trs.HTTP1},
+		{name: "https with h2c", scheme: "https", h2c: true, want: trs.HTTP1},
+		{name: "https without h2c", scheme: "https", want: trs.HTTP1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := trs.For(tt.scheme, tt.h2c); got != tt.want {
+				t.Errorf("For(%q, %v) is the wrong transport", tt.scheme, tt.h2c)
+			}
+		})
+	}
+}
+
+func TestNewTransportsSettings(t *testing.T) {
+	type settings struct {
+		MaxIdleConnsPerHost    int
+		IdleConnTimeout        time.Duration
+		TLSHandshakeTimeout    time.Duration
+		MaxResponseHeaderBytes int64
+		DisableCompression     bool
+		HasProxy               bool
+	}
+	tests := []struct {
+		name   string
+		params delivery.TransportParams
+		want   settings
+	}{{
+		name: "defaults",
+		want: settings{
+			MaxIdleConnsPerHost: 1024, IdleConnTimeout: 5 * time.Minute, TLSHandshakeTimeout: 10 * time.Second,
+			MaxResponseHeaderBytes: 64 << 10, DisableCompression: true,
+		},
+	}, {
+		name: "overrides",
+		params: delivery.TransportParams{
+			MaxIdleConnsPerHost: 7, IdleConnTimeout: time.Minute, TLSHandshakeTimeout: 3 * time.Second,
+			MaxResponseHeaderBytes: 1 << 10,
+		},
+		want: settings{
+			MaxIdleConnsPerHost: 7, IdleConnTimeout: time.Minute, TLSHandshakeTimeout: 3 * time.Second,
+			MaxResponseHeaderBytes: 1 << 10, DisableCompression: true,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trs := delivery.NewTransports(tt.params)
+			for name, tr := range map[string]*http.Transport{"HTTP1": trs.HTTP1, "H2C": trs.H2C} {
+				got := settings{
+					MaxIdleConnsPerHost:    tr.MaxIdleConnsPerHost,
+					IdleConnTimeout:        tr.IdleConnTimeout,
+					TLSHandshakeTimeout:    tr.TLSHandshakeTimeout,
+					MaxResponseHeaderBytes: tr.MaxResponseHeaderBytes,
+					DisableCompression:     tr.DisableCompression,
+					HasProxy:               tr.Proxy != nil,
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("%s settings (-want +got):\n%s", name, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestTransportsProtocol(t *testing.T) {
+	srv, _ := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Proto)
+	})
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	t.Cleanup(trs.CloseIdleConnections)
+	tests := []struct {
+		name      string
+		h2c       bool
+		wantMajor int
+	}{
+		{name: "h2c", h2c: true, wantMajor: 2},
+		{name: "http1", h2c: false, wantMajor: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, serverProto := get(t, trs.For("http", tt.h2c), srv.URL)
+			if resp.ProtoMajor != tt.wantMajor {
+				t.Errorf("client saw %s, want HTTP/%d", resp.Proto, tt.wantMajor)
+			}
+			if want := map[int]string{1: "HTTP/1.1", 2: "HTTP/2.0"}[tt.wantMajor]; serverProto != want {
+				t.Errorf("handler saw %s, want %s", serverProto, want)
+			}
+		})
+	}
+}
+
+func TestTransportsReuseConnections(t *testing.T) {
+	tests := []struct {
+		name string
+		h2c  bool
+	}{
+		{name: "http1", h2c: false},
+		{name: "h2c", h2c: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, conns := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "ok")
+			})
+			trs := delivery.NewTransports(delivery.TransportParams{})
+			t.Cleanup(trs.CloseIdleConnections)
+			for range 3 {
+				get(t, trs.For("http", tt.h2c), srv.URL)
+			}
+			if got := conns.Load(); got != 1 {
+				t.Errorf("3 sequential requests opened %d connections, want 1", got)
+			}
+		})
+	}
+}
+
+// TestTransportsConcurrentH2CShareOneConnection pins the point of h2c:
+// concurrent held calls to one destination multiplex on one connection.
+func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
+	const calls = 20
+	var arrived sync.WaitGroup
+	arrived.Add(calls)
+	release := make(chan struct{})
+	srv, conns := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/warm" {
+			return
+		}
+		arrived.Done()
+		<-release
+	})
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	t.Cleanup(trs.CloseIdleConnections)
+	// Open the connection first so that the concurrent calls find it.
+	get(t, trs.H2C, srv.URL+"/warm")
+
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/held", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			resp, err := trs.H2C.RoundTrip(req.Clone(context.Background()))
+			if err == nil {
+				resp.Body.Close()
+			}
+			errs <- err
+		}()
+	}
+	arrived.Wait() // all calls are held by the destination at once
+	close(release)
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Errorf("RoundTrip: %v", err)
+		}
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d concurrent h2c calls opened %d connections, want 1", calls, got)
+	}
+}
+
+func TestTransportsIgnoreEnvironmentProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	t.Setenv("http_proxy", "http://127.0.0.1:1")
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	srv, _ := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "direct")
+	})
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	t.Cleanup(trs.CloseIdleConnections)
+	for _, tt := range []struct {
+		name string
+		tr   *http.Transport
+	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.tr.Proxy != nil {
+				t.Error("Proxy is set, want nil")
+			}
+			if _, body := get(t, tt.tr, srv.URL); body != "direct" {
+				t.Errorf("body %q, want %q", body, "direct")
+			}
+			// Go never proxies loopback destinations, so also check a name
+			// that a proxy-aware transport would send to HTTP_PROXY: record
+			// what is dialed instead of dialing it.
+			tr := tt.tr.Clone()
+			var (
+				mu     sync.Mutex
+				dialed []string
+			)
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				mu.Lock()
+				dialed = append(dialed, addr)
+				mu.Unlock()
+				return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			get(t, tr, "http://sink.example.svc.cluster.local/")
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"sink.example.svc.cluster.local:80"}; !cmp.Equal(dialed, want) {
+				t.Errorf("dialed %q, want %q", dialed, want)
+			}
+		})
+	}
+}
+
+func TestTransportsSendNoAcceptEncoding(t *testing.T) {
+	srv, _ := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get("Accept-Encoding"))
+	})
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	t.Cleanup(trs.CloseIdleConnections)
+	for _, tt := range []struct {
+		name string
+		tr   *http.Transport
+	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, got := get(t, tt.tr, srv.URL); got != "" {
+				t.Errorf("destination saw Accept-Encoding %q, want none (bodies pass through untouched)", got)
+			}
+		})
+	}
+}
+
+func TestTransportsLimitResponseHeaders(t *testing.T) {
+	srv, _ := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 8<<10))
+	})
+	trs := delivery.NewTransports(delivery.TransportParams{MaxResponseHeaderBytes: 4 << 10})
+	t.Cleanup(trs.CloseIdleConnections)
+	for _, tt := range []struct {
+		name string
+		tr   *http.Transport
+	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tt.tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("RoundTrip succeeded with %d header bytes over a 4 KiB limit", 8<<10)
+			}
+		})
+	}
+}

@@ -1,0 +1,208 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Metric names of the contract (DESIGN.md). The OTel Prometheus exporter
+// appends _total to counters and _seconds to histograms in seconds, so the
+// instrument names leave those suffixes out.
+const (
+	metricActive          = "kn_forward_active_requests"
+	metricCapacity        = "kn_forward_capacity"
+	metricRequests        = "kn_forward_requests"
+	metricDuration        = "kn_forward_request_duration"
+	metricRejected        = "kn_forward_rejected"
+	metricAsyncDeliveries = "kn_forward_async_deliveries"
+	metricAsyncRetries    = "kn_forward_async_retries"
+	metricAsyncPending    = "kn_forward_async_pending"
+)
+
+// outcome is how a request ended, the outcome label.
+type outcome uint8
+
+const (
+	outcomeForwarded outcome = iota // the destination answered (any status)
+	outcomeAccepted                 // async: 202 given, delivery in the background
+	outcomeRejected                 // refused by the proxy before anything reached a destination
+	outcomeFailed                   // no answer from the destination: 502 or 504
+	outcomeCanceled                 // the caller went away first
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"forwarded", "accepted", "rejected", "failed", "canceled"}
+
+// asyncOutcome is how a background delivery ended.
+type asyncOutcome uint8
+
+const (
+	asyncDelivered asyncOutcome = iota
+	asyncFailed
+	asyncAbandoned
+	numAsyncOutcomes
+)
+
+var asyncOutcomeNames = [numAsyncOutcomes]string{"delivered", "failed", "abandoned"}
+
+// reasonList lists every reason, so their attribute sets can be built once.
+var reasonList = []Reason{
+	ReasonMissingDestination, ReasonBadDestination, ReasonBadRequest, ReasonUnauthenticated,
+	ReasonDestinationDenied, ReasonLoopDetected, ReasonBodyTooLarge, ReasonTenantLimited,
+	ReasonOverloaded, ReasonDestinationBusy, ReasonDraining, ReasonUnreachable, ReasonTimeout,
+}
+
+// Metrics are the proxy's instruments, built once. The zero value of
+// *Metrics (nil) records nothing.
+type Metrics struct {
+	active     metric.Int64UpDownCounter
+	requests   metric.Int64Counter
+	duration   metric.Float64Histogram
+	rejected   metric.Int64Counter
+	deliveries metric.Int64Counter
+	retries    metric.Int64Counter
+	pending    metric.Int64UpDownCounter
+
+	// Attribute sets, built once: the hot path allocates none.
+	requestAttrs [numOutcomes][7]metric.MeasurementOption // by outcome and status/100 (6: none)
+	outcomeAttrs [numOutcomes]metric.MeasurementOption
+	reasonAttrs  map[Reason]metric.MeasurementOption
+	asyncAttrs   [numAsyncOutcomes]metric.MeasurementOption
+	nsAttrs      sync.Map // namespace -> metric.MeasurementOption
+}
+
+// NewMetrics builds the instruments from mp (a no-op provider if nil) and
+// reports the limiter's capacity.
+func NewMetrics(mp metric.MeterProvider, l *Limiter) (*Metrics, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("knative.dev/event-forwarding-proxy/proxy")
+	var (
+		ms  Metrics
+		err error
+		all []error
+	)
+	ms.active, err = m.Int64UpDownCounter(metricActive, metric.WithDescription("Calls held now (sync and async), by destination namespace"))
+	all = append(all, err)
+	ms.requests, err = m.Int64Counter(metricRequests, metric.WithDescription("Requests ended, by outcome and status class"))
+	all = append(all, err)
+	ms.duration, err = m.Float64Histogram(metricDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time from arrival to the end of the answer, by outcome"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600))
+	all = append(all, err)
+	ms.rejected, err = m.Int64Counter(metricRejected, metric.WithDescription("Answers the proxy made itself, by reason"))
+	all = append(all, err)
+	ms.deliveries, err = m.Int64Counter(metricAsyncDeliveries, metric.WithDescription("Async deliveries ended, by outcome (delivered, failed, abandoned)"))
+	all = append(all, err)
+	ms.retries, err = m.Int64Counter(metricAsyncRetries, metric.WithDescription("Async delivery attempts after the first"))
+	all = append(all, err)
+	ms.pending, err = m.Int64UpDownCounter(metricAsyncPending, metric.WithDescription("Async calls accepted and not yet ended"))
+	all = append(all, err)
+	_, err = m.Int64ObservableGauge(metricCapacity, metric.WithDescription("The pod's admission limit"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(l.Capacity()))
+			return nil
+		}))
+	all = append(all, err)
+	for _, err := range all {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for o := range numOutcomes {
+		ms.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcomeNames[o])))
+		for class := range 7 {
+			ms.requestAttrs[o][class] = metric.WithAttributeSet(attribute.NewSet(
+				attribute.String("outcome", outcomeNames[o]), attribute.String("code", classNames[class])))
+		}
+	}
+	ms.reasonAttrs = make(map[Reason]metric.MeasurementOption, len(reasonList))
+	for _, r := range reasonList {
+		ms.reasonAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", string(r))))
+	}
+	for o := range numAsyncOutcomes {
+		ms.asyncAttrs[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", asyncOutcomeNames[o])))
+	}
+	return &ms, nil
+}
+
+func (m *Metrics) held(ns string, delta int64) {
+	if m == nil {
+		return
+	}
+	attrs, ok := m.nsAttrs.Load(ns)
+	if !ok {
+		attrs, _ = m.nsAttrs.LoadOrStore(ns, metric.WithAttributeSet(attribute.NewSet(attribute.String("namespace", ns))))
+	}
+	m.active.Add(context.Background(), delta, attrs.(metric.MeasurementOption))
+}
+
+func (m *Metrics) asyncPending(delta int64) {
+	if m != nil {
+		m.pending.Add(context.Background(), delta)
+	}
+}
+
+func (m *Metrics) asyncRetry() {
+	if m != nil {
+		m.retries.Add(context.Background(), 1)
+	}
+}
+
+func (m *Metrics) asyncEnded(o asyncOutcome) {
+	if m != nil {
+		m.deliveries.Add(context.Background(), 1, m.asyncAttrs[o])
+	}
+}
+
+// ended records one request: its outcome, status class, duration and, when
+// the proxy answered itself, the reason.
+func (m *Metrics) ended(o outcome, status int, seconds float64, reason Reason) {
+	if m == nil {
+		return
+	}
+	ctx := context.Background()
+	m.requests.Add(ctx, 1, m.requestAttrs[o][statusClass(status)])
+	m.duration.Record(ctx, seconds, m.outcomeAttrs[o])
+	if reason != "" {
+		attrs, ok := m.reasonAttrs[reason]
+		if !ok {
+			attrs = metric.WithAttributes(attribute.String("reason", string(reason)))
+		}
+		m.rejected.Add(ctx, 1, attrs)
+	}
+}
+
+// classNames are the code label values, indexed by statusClass.
+var classNames = [7]string{"none", "1xx", "2xx", "3xx", "4xx", "5xx", "none"}
+
+// statusClass is status/100 for real statuses, else 6 ("none").
+func statusClass(status int) int {
+	if status >= 100 && status < 600 {
+		return status / 100
+	}
+	return 6
+}
+
+// outcomeOf classifies a request that ended with status (0 if nothing was
+// written) and the proxy's own reason, if any.
+func outcomeOf(c *call, status int, reason Reason) outcome {
+	switch {
+	case reason != "" && (status == http.StatusBadGateway || status == http.StatusGatewayTimeout):
+		return outcomeFailed
+	case reason != "":
+		return outcomeRejected
+	case status == 0:
+		return outcomeCanceled
+	case c.async && status == http.StatusAccepted:
+		return outcomeAccepted
+	default:
+		return outcomeForwarded
+	}
+}

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape reads the proxy's /metrics.
+func (p *proc) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(p.MetricsURL)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse metrics: %v", err)
+	}
+	return fams
+}
+
+// value sums the samples of a family whose labels include want.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	var sum float64
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+next:
+	for _, m := range f.Metric {
+		for k, v := range want {
+			found := false
+			for _, l := range m.Label {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		}
+	}
+	return sum
+}
+
+// TestMetricsCountHeldCalls holds sync and async calls and reads the
+// contract's metrics back from the running proxy.
+func TestMetricsCountHeldCalls(t *testing.T) {
+	p := startProxy(t, "FORWARD_MAX_INFLIGHT=50")
+	b := newBlocker(t)
+	dest := newSink(t, false, b.hold)
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp := p.post(t, "sync", "Kn-Forward-To", dest.URL)
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	resp := p.post(t, "async", "Kn-Forward-To", dest.URL, "Prefer", "respond-async")
+	resp.Body.Close()
+	eventually(t, 10*time.Second, "three calls are held", func() bool { return dest.count() == 3 })
+
+	fams := p.scrape(t)
+	if got := value(fams, "kn_forward_active_requests", nil); got != 3 {
+		t.Errorf("kn_forward_active_requests = %v, want 3 (2 sync + 1 async)", got)
+	}
+	if got := value(fams, "kn_forward_capacity", nil); got != 50 {
+		t.Errorf("kn_forward_capacity = %v, want 50", got)
+	}
+	if got := value(fams, "kn_forward_async_pending", nil); got != 1 {
+		t.Errorf("kn_forward_async_pending = %v, want 1", got)
+	}
+	readAnswer(t, p.post(t, "", "Kn-Forward-To", "http://example.com/"))
+
+	b.release()
+	for range 2 {
+		<-done
+	}
+	eventually(t, 10*time.Second, "no call is held", func() bool {
+		return value(p.scrape(t), "kn_forward_active_requests", nil) == 0
+	})
+	fams = p.scrape(t)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"kn_forward_requests_total", map[string]string{"outcome": "forwarded", "code": "2xx"}, 2},
+		{"kn_forward_requests_total", map[string]string{"outcome": "accepted", "code": "2xx"}, 1},
+		{"kn_forward_requests_total", map[string]string{"outcome": "rejected", "code": "4xx"}, 1},
+		{"kn_forward_rejected_total", map[string]string{"reason": "destination_denied"}, 1},
+		{"kn_forward_async_deliveries_total", map[string]string{"outcome": "delivered"}, 1},
+	} {
+		if got := value(fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if fams["kn_forward_request_duration_seconds"] == nil || fams["go_goroutines"] == nil {
+		t.Error("the duration histogram or the Go runtime metrics are missing")
+	}
+}
