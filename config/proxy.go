@@ -115,6 +115,20 @@ type Proxy struct {
 	// (FORWARD_DRAIN_TIMEOUT); if unset, MaxTimeout plus 15 s.
 	DrainTimeout time.Duration
 
+	// MetricsMaxLabelValues bounds the distinct namespace and tenant label
+	// values of the metrics; later ones are counted as "_other"
+	// (FORWARD_METRICS_MAX_LABEL_VALUES); if unset, 1000.
+	MetricsMaxLabelValues int
+
+	// TraceExporter is none or otlp (FORWARD_TRACE_EXPORTER); if unset,
+	// none. otlp sends spans over OTLP/HTTP to the endpoint the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names.
+	TraceExporter string
+	// TraceSamplingRatio is the share of new traces sampled; a caller's
+	// sampling decision is followed (FORWARD_TRACE_SAMPLING_RATIO, 0 to 1);
+	// if unset, 1.
+	TraceSamplingRatio float64
+
 	// LogLevel is debug, info, warn or error (FORWARD_LOG_LEVEL); if unset,
 	// info.
 	LogLevel string
@@ -165,6 +179,9 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		AsyncBackoffMax:        r.duration("FORWARD_ASYNC_BACKOFF_MAX", time.Minute),
 		AsyncMaxRetryAfter:     r.duration("FORWARD_ASYNC_MAX_RETRY_AFTER", 5*time.Minute),
 		DrainQuietPeriod:       r.nonNegativeDuration("FORWARD_DRAIN_QUIET_PERIOD", 0),
+		MetricsMaxLabelValues:  r.positiveInt("FORWARD_METRICS_MAX_LABEL_VALUES", 1000),
+		TraceExporter:          r.oneOf("FORWARD_TRACE_EXPORTER", "none", "otlp"),
+		TraceSamplingRatio:     r.ratio("FORWARD_TRACE_SAMPLING_RATIO", 1),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
 	}
 	c.AsyncRetries = r.nonNegativeInt("FORWARD_ASYNC_RETRY", min(5, c.AsyncMaxRetries))
@@ -263,6 +280,20 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 
 func (r *reader) nonNegativeDuration(name string, def time.Duration) time.Duration {
 	return r.durationMin(name, def, 0)
+}
+
+// ratio reads a number in [0, 1].
+func (r *reader) ratio(name string, def float64) float64 {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		r.fail(name, v, "want a number between 0 and 1")
+		return def
+	}
+	return f
 }
 
 func (r *reader) oneOf(name string, choices ...string) string {

@@ -51,6 +51,9 @@ func defaults() Proxy {
 		AsyncMaxRetryAfter:        5 * time.Minute,
 		DrainQuietPeriod:          0,
 		DrainTimeout:              10*time.Minute + 15*time.Second, // MaxTimeout + 15 s
+		MetricsMaxLabelValues:     1000,
+		TraceExporter:             "none",
+		TraceSamplingRatio:        1,
 		LogLevel:                  "info",
 	}
 }
@@ -135,6 +138,10 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_DRAIN_TIMEOUT", env: map[string]string{"FORWARD_DRAIN_TIMEOUT": "1m"}, want: func(p *Proxy) { p.DrainTimeout = time.Minute }},
 		{name: "FORWARD_LOG_LEVEL any case", env: map[string]string{"FORWARD_LOG_LEVEL": "DEBUG"}, want: func(p *Proxy) { p.LogLevel = "debug" }},
 		{name: "FORWARD_LOG_LEVEL warn", env: map[string]string{"FORWARD_LOG_LEVEL": "warn"}, want: func(p *Proxy) { p.LogLevel = "warn" }},
+		{name: "FORWARD_TRACE_EXPORTER", env: map[string]string{"FORWARD_TRACE_EXPORTER": "OTLP"}, want: func(p *Proxy) { p.TraceExporter = "otlp" }},
+		{name: "FORWARD_TRACE_SAMPLING_RATIO lowest", env: map[string]string{"FORWARD_TRACE_SAMPLING_RATIO": "0"}, want: func(p *Proxy) { p.TraceSamplingRatio = 0 }},
+		{name: "FORWARD_TRACE_SAMPLING_RATIO", env: map[string]string{"FORWARD_TRACE_SAMPLING_RATIO": "0.25"}, want: func(p *Proxy) { p.TraceSamplingRatio = 0.25 }},
+		{name: "FORWARD_METRICS_MAX_LABEL_VALUES", env: map[string]string{"FORWARD_METRICS_MAX_LABEL_VALUES": "5"}, want: func(p *Proxy) { p.MetricsMaxLabelValues = 5 }},
 		{name: "FORWARD_LOG_LEVEL error", env: map[string]string{"FORWARD_LOG_LEVEL": "error"}, want: func(p *Proxy) { p.LogLevel = "error" }},
 	}
 	for _, tt := range tests {
@@ -196,6 +203,9 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_DRAIN_QUIET_PERIOD", nonNegDur},
 		{"FORWARD_DRAIN_TIMEOUT", durations},
 		{"FORWARD_LOG_LEVEL", []string{"trace", "verbose", "abc"}},
+		{"FORWARD_METRICS_MAX_LABEL_VALUES", positive},
+		{"FORWARD_TRACE_EXPORTER", []string{"jaeger", "zipkin", "otlp-grpc"}},
+		{"FORWARD_TRACE_SAMPLING_RATIO", []string{"abc", "-0.1", "1.01", "NaN"}},
 	}
 	for _, v := range vars {
 		// The variable itself, not one whose name ends like it (PORT).

@@ -182,39 +182,41 @@ func TestTransportsReuseConnections(t *testing.T) {
 }
 
 // TestTransportsConcurrentH2CShareOneConnection pins the point of h2c:
-// concurrent held calls to one destination multiplex on one connection.
+// held calls to one destination multiplex on one connection. The calls
+// start one after another, as held calls pile up, and are all held at once
+// at the end. (Calls that all start at the same instant on a busy machine
+// may each dial before the first connection is up: Go's transport does not
+// wait for a dial in progress.)
 func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
 	const calls = 20
-	var arrived sync.WaitGroup
-	arrived.Add(calls)
+	var arrived atomic.Int64
 	release := make(chan struct{})
 	srv, conns := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/warm" {
-			return
-		}
-		arrived.Done()
+		arrived.Add(1)
 		<-release
 	})
 	trs := delivery.NewTransports(delivery.TransportParams{})
 	t.Cleanup(trs.CloseIdleConnections)
-	// Open the connection first so that the concurrent calls find it.
-	get(t, trs.H2C, srv.URL+"/warm")
-
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/held", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errs := make(chan error, calls)
-	for range calls {
+	for i := range calls {
 		go func() {
-			resp, err := trs.H2C.RoundTrip(req.Clone(context.Background()))
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/held", nil)
 			if err == nil {
-				resp.Body.Close()
+				var resp *http.Response
+				if resp, err = trs.H2C.RoundTrip(req); err == nil {
+					resp.Body.Close()
+				}
 			}
 			errs <- err
 		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for arrived.Load() <= int64(i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("call %d never reached the destination", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
-	arrived.Wait() // all calls are held by the destination at once
 	close(release)
 	for range calls {
 		if err := <-errs; err != nil {
@@ -222,7 +224,7 @@ func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
 		}
 	}
 	if got := conns.Load(); got != 1 {
-		t.Errorf("%d concurrent h2c calls opened %d connections, want 1", calls, got)
+		t.Errorf("%d held h2c calls opened %d connections, want 1", calls, got)
 	}
 }
 

@@ -3,8 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
-
-	"go.uber.org/zap"
+	"time"
 )
 
 // NewAdmissionHandler admits a call on arrival, before its body is read or
@@ -13,16 +12,15 @@ import (
 // request reaches no destination, so the caller's retry cannot duplicate an
 // event. The slot is released when the call ends, or by the async worker
 // that takes it over.
-func NewAdmissionHandler(l *Limiter, logger *zap.SugaredLogger, next http.Handler) http.Handler {
+func NewAdmissionHandler(l *Limiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := callFrom(r.Context())
 		t, err := l.Acquire(c.tenant, c.destKey)
+		if !c.start.IsZero() {
+			c.metrics.admitted(time.Since(c.start).Seconds())
+		}
 		if err != nil {
-			reason := admissionReason(err)
-			logger.Infow("Refused a call", zap.String("reason", string(reason)),
-				zap.String("tenant", c.tenant), zap.String("destination", c.destKey),
-				zap.String("ceId", r.Header.Get("Ce-Id")))
-			writeError(w, reason, err.Error())
+			writeError(w, admissionReason(err), err.Error())
 			return
 		}
 		c.hold(t)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/delivery"
@@ -32,18 +34,21 @@ type AsyncParams struct {
 // until its last attempt ends. Every call that finally fails, or that is
 // abandoned at shutdown, is logged with its destination and event.
 type Async struct {
-	p      AsyncParams
-	logger *zap.SugaredLogger
-	ctx    context.Context // cancelled by Abort
-	abort  context.CancelFunc
-	wg     sync.WaitGroup
+	p       AsyncParams
+	h1, h2c http.RoundTripper
+	logger  *zap.SugaredLogger
+	ctx     context.Context // cancelled by Abort
+	abort   context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // NewAsync returns the async hand-off handler.
 func NewAsync(p AsyncParams, logger *zap.SugaredLogger) *Async {
 	p.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Async{p: p, logger: logger, ctx: ctx, abort: cancel}
+	a := &Async{p: p, logger: logger, ctx: ctx, abort: cancel}
+	a.h1, a.h2c = p.roundTrippers()
+	return a
 }
 
 // job is one event being delivered in the background.
@@ -52,7 +57,9 @@ type job struct {
 	method  string
 	header  http.Header
 	body    []byte
-	http2   bool // the caller came over HTTP/2
+	http2   bool              // the caller came over HTTP/2
+	span    trace.SpanContext // the call's server span: parent of the attempts
+	bag     baggage.Baggage
 	backoff delivery.Backoff
 }
 
@@ -77,6 +84,8 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	j := &job{
 		c: c, method: r.Method, header: h, body: body,
 		http2: r.ProtoMajor == 2,
+		span:  trace.SpanContextFromContext(r.Context()),
+		bag:   baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
 			Retries: c.retries, Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
@@ -165,14 +174,17 @@ func (a *Async) abandoned(j *job, status, attempts int, err error) {
 func (a *Async) attempt(j *job) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(a.ctx, j.c.timeout)
 	defer cancel()
+	if j.span.IsValid() {
+		ctx = baggage.ContextWithBaggage(trace.ContextWithSpanContext(ctx, j.span), j.bag)
+	}
 	req, err := http.NewRequestWithContext(ctx, j.method, j.c.dest.String(), bytes.NewReader(j.body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header = j.header.Clone()
-	var t http.RoundTripper = a.p.Transports.HTTP1
+	t := a.h1
 	if a.p.useH2C(ctx, j.http2, j.c) {
-		t = a.p.Transports.H2C
+		t = a.h2c
 	}
 	resp, err := t.RoundTrip(req)
 	if err != nil {

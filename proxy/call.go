@@ -23,20 +23,21 @@ type call struct {
 	ticket   Ticket       // admission slot
 	detached bool         // the async worker owns the ticket now
 
-	metrics *Metrics // nil records nothing
-	probe   bool     // a probe, not a call: not counted
+	metrics *Metrics  // nil records nothing
+	start   time.Time // arrival
+	probe   bool      // a probe, not a call: not counted
 }
 
 // hold counts the admitted call as held until release.
 func (c *call) hold(t Ticket) {
 	c.ticket = t
-	c.metrics.held(c.namespace, 1)
+	c.metrics.held(c.namespace, c.tenant, 1)
 }
 
 // release gives the admission slot back; exactly once per hold.
 func (c *call) release() {
 	c.ticket.Release()
-	c.metrics.held(c.namespace, -1)
+	c.metrics.held(c.namespace, c.tenant, -1)
 }
 
 type callKey struct{}

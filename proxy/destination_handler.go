@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"knative.dev/event-forwarding-proxy/delivery"
 )
 
@@ -39,7 +37,7 @@ type DestinationParams struct {
 // NewDestinationHandler reads what a request asks of the proxy (destination,
 // deadline, async mode and retries, tenant), refuses what is malformed or
 // not allowed with 400, 403 or 413, and passes the rest on with its call.
-func NewDestinationHandler(p DestinationParams, logger *zap.SugaredLogger, next http.Handler) http.Handler {
+func NewDestinationHandler(p DestinationParams, next http.Handler) http.Handler {
 	if p.Policy == nil {
 		p.Policy = &delivery.Policy{}
 	}
@@ -66,8 +64,6 @@ func NewDestinationHandler(p DestinationParams, logger *zap.SugaredLogger, next 
 		}
 		reason, err := p.fill(c, r)
 		if err != nil {
-			logger.Infow("Refused a call", zap.String("reason", string(reason)), zap.Error(err),
-				zap.String("ceId", r.Header.Get("Ce-Id")))
 			writeError(w, reason, err.Error())
 			return
 		}
@@ -77,6 +73,7 @@ func NewDestinationHandler(p DestinationParams, logger *zap.SugaredLogger, next 
 
 // fill completes c from r, or says why r is refused.
 func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
+	c.tenant = tenantOf(r.Header, "")
 	dest, err := parseDestination(r.Header.Values(delivery.HeaderForwardTo))
 	if err != nil {
 		if errors.Is(err, errMissingDestination) {
@@ -84,6 +81,7 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		}
 		return ReasonBadDestination, err
 	}
+	c.dest = dest
 	host := dest.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
@@ -99,7 +97,6 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		return ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
 			" bytes, more than the " + strconv.FormatInt(p.MaxEventBytes, 10) + " allowed")
 	}
-	c.dest = dest
 	c.destKey = destinationKey(dest)
 	c.namespace = clusterNamespace(host)
 	c.timeout = p.MaxTimeout

@@ -67,7 +67,7 @@ const retryAfter = time.Second
 // 503) carry Retry-After.
 func writeError(w http.ResponseWriter, reason Reason, message string) {
 	if sw, ok := w.(*statusWriter); ok {
-		sw.reason = reason
+		sw.reason, sw.message = reason, message
 	}
 	h := w.Header()
 	h.Set(delivery.HeaderForwardError, string(reason))

@@ -65,10 +65,10 @@ func newTestProxy(t testing.TB, env map[string]string) *testProxy {
 // newTestProxyLogger is newTestProxy with the given logger. When the test
 // ends (after held destinations were let go by the test's context), the
 // server closes and every held or background call must end within 5 s.
-func newTestProxyLogger(t testing.TB, env map[string]string, logger *zap.SugaredLogger) *testProxy {
+func newTestProxyLogger(t testing.TB, env map[string]string, logger *zap.SugaredLogger, opts ...Option) *testProxy {
 	t.Helper()
 	cfg := testConfig(t, env)
-	p := New(cfg, logger)
+	p := New(cfg, logger, opts...)
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = NewServer(cfg, p.Handler(), logger)
 	ts.Start()

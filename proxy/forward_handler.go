@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
@@ -28,6 +29,15 @@ type ForwardParams struct {
 	MaxEventBytes int64
 	// LoopID is written into CDN-Loop. If empty, DefaultLoopID.
 	LoopID string
+	// Tracing makes a client span of every attempt. If nil, none.
+	Tracing trace.TracerProvider
+}
+
+// roundTrippers returns the HTTP/1.1 and h2c transports, traced when
+// tracing is on.
+func (p *ForwardParams) roundTrippers() (h1, h2c http.RoundTripper) {
+	return delivery.TraceTransport(p.Transports.HTTP1, p.Tracing, propagator),
+		delivery.TraceTransport(p.Transports.H2C, p.Tracing, propagator)
 }
 
 func (p *ForwardParams) defaults() {
@@ -69,8 +79,9 @@ func (p *ForwardParams) useH2C(ctx context.Context, inboundHTTP2 bool, c *call) 
 func NewForwardHandler(p ForwardParams, logger *zap.SugaredLogger) http.Handler {
 	p.defaults()
 	f := &forwarder{p: p, logger: logger}
-	f.h1 = f.reverseProxy(p.Transports.HTTP1)
-	f.h2 = f.reverseProxy(p.Transports.H2C)
+	h1, h2c := p.roundTrippers()
+	f.h1 = f.reverseProxy(h1)
+	f.h2 = f.reverseProxy(h2c)
 	return f
 }
 
@@ -132,8 +143,6 @@ func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
 		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))
 		return
 	}
-	f.logger.Warnw("Call failed", zap.String("reason", string(reason)), zap.String("tenant", c.tenant),
-		zap.String("destination", c.dest.Host), zap.String("ceId", out.Header.Get("Ce-Id")), zap.Error(err))
 	writeError(w, reason, failureMessage(reason, c, err))
 }
 

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -15,6 +14,8 @@ import (
 // instrument names leave those suffixes out.
 const (
 	metricActive          = "kn_forward_active_requests"
+	metricTenantActive    = "kn_forward_tenant_active_requests"
+	metricAdmission       = "kn_forward_admission_duration"
 	metricCapacity        = "kn_forward_capacity"
 	metricRequests        = "kn_forward_requests"
 	metricDuration        = "kn_forward_request_duration"
@@ -61,6 +62,8 @@ var reasonList = []Reason{
 // *Metrics (nil) records nothing.
 type Metrics struct {
 	active     metric.Int64UpDownCounter
+	tenants    metric.Int64UpDownCounter
+	admission  metric.Float64Histogram
 	requests   metric.Int64Counter
 	duration   metric.Float64Histogram
 	rejected   metric.Int64Counter
@@ -73,12 +76,18 @@ type Metrics struct {
 	outcomeAttrs [numOutcomes]metric.MeasurementOption
 	reasonAttrs  map[Reason]metric.MeasurementOption
 	asyncAttrs   [numAsyncOutcomes]metric.MeasurementOption
-	nsAttrs      sync.Map // namespace -> metric.MeasurementOption
+	namespaces   *labelValues
+	tenantValues *labelValues
 }
 
 // NewMetrics builds the instruments from mp (a no-op provider if nil) and
-// reports the limiter's capacity.
-func NewMetrics(mp metric.MeterProvider, l *Limiter) (*Metrics, error) {
+// reports the limiter's capacity. The namespace and tenant labels take at
+// most maxLabelValues distinct values each (if zero, 1000); later values are
+// counted under OtherLabel.
+func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metrics, error) {
+	if maxLabelValues <= 0 {
+		maxLabelValues = 1000
+	}
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -89,6 +98,12 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter) (*Metrics, error) {
 		all []error
 	)
 	ms.active, err = m.Int64UpDownCounter(metricActive, metric.WithDescription("Calls held now (sync and async), by destination namespace"))
+	all = append(all, err)
+	ms.tenants, err = m.Int64UpDownCounter(metricTenantActive, metric.WithDescription("Calls held now (sync and async), by tenant"))
+	all = append(all, err)
+	ms.admission, err = m.Float64Histogram(metricAdmission, metric.WithUnit("s"),
+		metric.WithDescription("Time from a request's arrival to its admission decision"),
+		metric.WithExplicitBucketBoundaries(0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05))
 	all = append(all, err)
 	ms.requests, err = m.Int64Counter(metricRequests, metric.WithDescription("Requests ended, by outcome and status class"))
 	all = append(all, err)
@@ -122,6 +137,8 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter) (*Metrics, error) {
 				attribute.String("outcome", outcomeNames[o]), attribute.String("code", classNames[class])))
 		}
 	}
+	ms.namespaces = newLabelValues("namespace", maxLabelValues)
+	ms.tenantValues = newLabelValues("tenant", maxLabelValues)
 	ms.reasonAttrs = make(map[Reason]metric.MeasurementOption, len(reasonList))
 	for _, r := range reasonList {
 		ms.reasonAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", string(r))))
@@ -132,15 +149,21 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter) (*Metrics, error) {
 	return &ms, nil
 }
 
-func (m *Metrics) held(ns string, delta int64) {
+// held counts a call of tenant to namespace ns as held (delta 1) or no
+// longer held (delta -1).
+func (m *Metrics) held(ns, tenant string, delta int64) {
 	if m == nil {
 		return
 	}
-	attrs, ok := m.nsAttrs.Load(ns)
-	if !ok {
-		attrs, _ = m.nsAttrs.LoadOrStore(ns, metric.WithAttributeSet(attribute.NewSet(attribute.String("namespace", ns))))
+	m.active.Add(context.Background(), delta, m.namespaces.option(ns))
+	m.tenants.Add(context.Background(), delta, m.tenantValues.option(tenant))
+}
+
+// admitted records how long the admission decision took after arrival.
+func (m *Metrics) admitted(seconds float64) {
+	if m != nil {
+		m.admission.Record(context.Background(), seconds)
 	}
-	m.active.Add(context.Background(), delta, attrs.(metric.MeasurementOption))
 }
 
 func (m *Metrics) asyncPending(delta int64) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
@@ -27,9 +29,18 @@ type Proxy struct {
 type Option func(*options)
 
 type options struct {
-	transports    *delivery.Transports
-	loopID        string
-	meterProvider metric.MeterProvider
+	transports     *delivery.Transports
+	loopID         string
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+}
+
+// WithTracerProvider makes a server span of every call and a client span of
+// every attempt to reach its destination, through tp, propagating W3C trace
+// context and baggage. If unset, nothing is traced and the caller's trace
+// headers pass through untouched.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
 }
 
 // WithMeterProvider records the proxy's metrics through mp. If unset,
@@ -73,7 +84,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		Drainer: &Drainer{},
 		logger:  logger,
 	}
-	m, err := NewMetrics(o.meterProvider, p.Limiter)
+	m, err := NewMetrics(o.meterProvider, p.Limiter, cfg.MetricsMaxLabelValues)
 	if err != nil {
 		// Only an invalid instrument name can cause this: a bug, not a setting.
 		logger.Errorw("Metrics are off: cannot build instruments", zap.Error(err))
@@ -83,12 +94,13 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		Protocol:      cfg.DestinationProtocol,
 		MaxEventBytes: cfg.MaxEventBytes,
 		LoopID:        o.loopID,
+		Tracing:       o.tracerProvider,
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
 
 	// Innermost first.
 	h := modeSwitch(NewForwardHandler(fp, logger), p.async)
-	h = NewAdmissionHandler(p.Limiter, logger, h)
+	h = NewAdmissionHandler(p.Limiter, h)
 	h = NewDestinationHandler(DestinationParams{
 		AllowedHosts:    cfg.AllowedHosts,
 		Policy:          policy,
@@ -98,10 +110,10 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		MaxRetries:      cfg.AsyncMaxRetries,
 		BackoffDelay:    cfg.AsyncBackoffDelay,
 		MaxBackoffDelay: cfg.AsyncBackoffMax,
-	}, logger, h)
+	}, h)
 	h = NewProbeHandler(p.Drainer, h)
-	h = NewLoopHandler(o.loopID, logger, h)
-	p.handler = NewMetricsHandler(m, h)
+	h = NewLoopHandler(o.loopID, h)
+	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, h)
 	return p
 }
 
@@ -128,6 +140,9 @@ func HTTP2Config(cfg *config.Proxy) *http.HTTP2Config {
 		PingTimeout:                   15 * time.Second,
 	}
 }
+
+// propagator reads and writes W3C trace context and baggage.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // modeSwitch sends async calls to async and the others to sync.
 func modeSwitch(sync, async http.Handler) http.Handler {

@@ -43,7 +43,21 @@ func run() int {
 		logger.Errorw("Cannot set up metrics", "error", err)
 		return 1
 	}
-	p := proxy.New(cfg, logger, proxy.WithMeterProvider(mp))
+	opts := []proxy.Option{proxy.WithMeterProvider(mp)}
+	tp, err := proxy.NewTracerProvider(ctx, cfg)
+	if err != nil {
+		logger.Errorw("Cannot set up tracing", "error", err)
+		return 1
+	}
+	if tp != nil {
+		opts = append(opts, proxy.WithTracerProvider(tp))
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		}()
+	}
+	p := proxy.New(cfg, logger, opts...)
 	srv := proxy.NewServer(cfg, p.Handler(), logger)
 	msrv := proxy.NewMetricsServer(cfg.MetricsPort, reg)
 	served := make(chan error, 2)
