@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,9 @@ type Proxy struct {
 	// ReadHeaderTimeout bounds reading a request's headers
 	// (FORWARD_READ_HEADER_TIMEOUT); if unset, 10 s.
 	ReadHeaderTimeout time.Duration
+	// BodyIdleTimeout fails a request whose body stops coming for this long
+	// (FORWARD_BODY_IDLE_TIMEOUT), answered 400 bad_request; if unset, 30 s.
+	BodyIdleTimeout time.Duration
 	// IdleTimeout closes idle inbound connections (FORWARD_IDLE_TIMEOUT);
 	// if unset, 5 minutes.
 	IdleTimeout time.Duration
@@ -120,6 +124,22 @@ type Proxy struct {
 	// (FORWARD_METRICS_MAX_LABEL_VALUES); if unset, 1000.
 	MetricsMaxLabelValues int
 
+	// Auth is none or oidc (FORWARD_AUTH); if unset, none. With oidc every
+	// caller presents a service-account token for the proxy in
+	// Kn-Forward-Authorization.
+	Auth string
+	// OIDCIssuer is the token issuer, discovered at start
+	// (FORWARD_OIDC_ISSUER); if unset, https://kubernetes.default.svc.cluster.local.
+	OIDCIssuer string
+	// OIDCAudience is the audience tokens must name (FORWARD_OIDC_AUDIENCE);
+	// if unset, event-forwarding-proxy.
+	OIDCAudience string
+	// TrustedNamespaces are the namespaces whose callers serve many tenants:
+	// they name the tenant in Kn-Namespace and reach any namespace
+	// (FORWARD_AUTH_TRUSTED_NAMESPACES); if unset, knative-eventing. Other
+	// callers reach their own namespace only.
+	TrustedNamespaces []string
+
 	// TraceExporter is none or otlp (FORWARD_TRACE_EXPORTER); if unset,
 	// none. otlp sends spans over OTLP/HTTP to the endpoint the standard
 	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names.
@@ -167,6 +187,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		MaxHeaderBytes:         r.positiveInt("FORWARD_MAX_HEADER_BYTES", 64<<10),
 		ReadHeaderTimeout:      r.duration("FORWARD_READ_HEADER_TIMEOUT", 10*time.Second),
 		IdleTimeout:            r.duration("FORWARD_IDLE_TIMEOUT", 5*time.Minute),
+		BodyIdleTimeout:        r.duration("FORWARD_BODY_IDLE_TIMEOUT", 30*time.Second),
 		DestinationProtocol:    r.oneOf("FORWARD_DESTINATION_PROTOCOL", ProtocolAuto, ProtocolHTTP1, ProtocolH2C),
 		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),
 		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
@@ -180,6 +201,10 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		AsyncMaxRetryAfter:     r.duration("FORWARD_ASYNC_MAX_RETRY_AFTER", 5*time.Minute),
 		DrainQuietPeriod:       r.nonNegativeDuration("FORWARD_DRAIN_QUIET_PERIOD", 0),
 		MetricsMaxLabelValues:  r.positiveInt("FORWARD_METRICS_MAX_LABEL_VALUES", 1000),
+		Auth:                   r.oneOf("FORWARD_AUTH", "none", "oidc"),
+		OIDCIssuer:             r.url("FORWARD_OIDC_ISSUER", "https://kubernetes.default.svc.cluster.local"),
+		OIDCAudience:           r.str("FORWARD_OIDC_AUDIENCE", "event-forwarding-proxy"),
+		TrustedNamespaces:      r.namespaces("FORWARD_AUTH_TRUSTED_NAMESPACES", []string{"knative-eventing"}),
 		TraceExporter:          r.oneOf("FORWARD_TRACE_EXPORTER", "none", "otlp"),
 		TraceSamplingRatio:     r.ratio("FORWARD_TRACE_SAMPLING_RATIO", 1),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
@@ -280,6 +305,62 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 
 func (r *reader) nonNegativeDuration(name string, def time.Duration) time.Duration {
 	return r.durationMin(name, def, 0)
+}
+
+// str reads a string.
+func (r *reader) str(name, def string) string {
+	if v, ok := r.get(name); ok {
+		return v
+	}
+	return def
+}
+
+// url reads an absolute https URL.
+func (r *reader) url(name, def string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	u, err := neturl.Parse(v)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		r.fail(name, v, "want an absolute https URL")
+		return def
+	}
+	return v
+}
+
+// namespaces reads a list of Kubernetes namespace names.
+func (r *reader) namespaces(name string, def []string) []string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	out := []string{}
+	for f := range strings.SplitSeq(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !ValidNamespace(f) {
+			r.fail(name, f, "want namespace names")
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// ValidNamespace reports whether s is a valid Kubernetes namespace name (a
+// DNS label).
+func ValidNamespace(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ratio reads a number in [0, 1].

@@ -88,6 +88,8 @@ func (p *Policy) AllowsLiteral(a netip.Addr) bool {
 
 var (
 	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	nat64l  = netip.MustParsePrefix("64:ff9b:1::/48")  // local-use NAT64 (RFC 8215), IPv4 in the last 32 bits
+	siit    = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (RFC 2765)
 	sixTo4  = netip.MustParsePrefix("2002::/16")
 	teredo  = netip.MustParsePrefix("2001::/32")
 	v4compa = netip.MustParsePrefix("::/96")
@@ -105,7 +107,8 @@ func candidates(a netip.Addr) []netip.Addr {
 	}
 	b := a.As16()
 	switch {
-	case nat64.Contains(a), v4compa.Contains(a) && !a.IsUnspecified() && a != netip.IPv6Loopback():
+	case nat64.Contains(a), nat64l.Contains(a), siit.Contains(a),
+		v4compa.Contains(a) && !a.IsUnspecified() && a != netip.IPv6Loopback():
 		out = append(out, netip.AddrFrom4([4]byte(b[12:16])))
 	case sixTo4.Contains(a):
 		out = append(out, netip.AddrFrom4([4]byte(b[2:6])))

@@ -297,3 +297,17 @@ func TestPolicyControlRefusesDial(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyTranslatedForms: IPv4-translated (SIIT) and local-use NAT64
+// addresses are judged by the IPv4 address they carry.
+func TestPolicyTranslatedForms(t *testing.T) {
+	p := &delivery.Policy{}
+	for _, a := range []string{"::ffff:0:127.0.0.1", "::ffff:0:169.254.169.254", "64:ff9b:1::7f00:1", "64:ff9b:1:ffff::a9fe:a9fe"} {
+		if err := p.CheckAddr(netip.MustParseAddr(a)); !errors.Is(err, delivery.ErrDestinationDenied) {
+			t.Errorf("CheckAddr(%s) = %v, want denied", a, err)
+		}
+	}
+	if err := p.CheckAddr(netip.MustParseAddr("::ffff:0:8.8.8.8")); err != nil {
+		t.Errorf("a translated public address is denied: %v", err)
+	}
+}

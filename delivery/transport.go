@@ -29,6 +29,8 @@ type TransportParams struct {
 	TLSConfig *tls.Config
 	// HTTP2 tunes HTTP/2 (h2c and h2 over TLS). If nil, Go's defaults.
 	HTTP2 *http.HTTP2Config
+	// Resolver resolves destination names. If nil, Go's default resolver.
+	Resolver *net.Resolver
 	// Control, when set, is called on every socket before it connects, with
 	// the resolved address: the place to refuse denied destinations.
 	Control func(network, address string, c syscall.RawConn) error
@@ -56,6 +58,7 @@ func NewTransports(p TransportParams) *Transports {
 		Timeout:   orDuration(p.DialTimeout, 5*time.Second),
 		KeepAlive: orDuration(p.KeepAlive, 30*time.Second),
 		Control:   p.Control,
+		Resolver:  p.Resolver,
 	}
 	base := func() *http.Transport {
 		return &http.Transport{

@@ -65,8 +65,11 @@ type job struct {
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callFrom(r.Context())
-	body, err := readBody(r, a.p.MaxEventBytes)
+	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout)
 	switch {
+	case errors.Is(err, errBodyStalled):
+		writeError(w, ReasonBadRequest, "no byte of the request body came for "+a.p.BodyIdleTimeout.String())
+		return
 	case errors.Is(err, errBodyTooLarge):
 		writeError(w, ReasonBodyTooLarge, "the body is larger than the "+strconv.FormatInt(a.p.MaxEventBytes, 10)+" bytes allowed")
 		return
@@ -99,8 +102,9 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// readBody reads a whole request body of at most limit bytes.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// readBody reads a whole request body of at most limit bytes, failing
+// when it stalls for idle.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Duration) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -108,12 +112,10 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+	body := newGuardedBody(w, r.Body, limit, idle)
+	defer body.Close()
+	if _, err := buf.ReadFrom(body); err != nil {
 		return nil, err
-	}
-	if n > limit {
-		return nil, errBodyTooLarge
 	}
 	return buf.Bytes(), nil
 }

@@ -19,9 +19,13 @@ type call struct {
 	retries int           // async only: retries after the first attempt
 	backoff time.Duration // async only: first retry delay
 
-	body     *limitedBody // sync calls of unknown length: the limited body
+	body     *guardedBody // the request body, read on the caller's behalf
 	ticket   Ticket       // admission slot
 	detached bool         // the async worker owns the ticket now
+
+	authenticated bool     // a verified caller (auth on)
+	caller        Identity // who, when authenticated
+	onlyNamespace string   // a caller that may reach only this namespace
 
 	metrics *Metrics  // nil records nothing
 	start   time.Time // arrival

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
 )
 
@@ -68,6 +69,10 @@ func parseDestination(values []string) (*url.URL, error) {
 		if _, err := netip.ParseAddr(host); err != nil {
 			return nil, wrapBad("its IPv6 address does not parse")
 		}
+	} else if ip, ok := parseLegacyIPv4(host); ok {
+		// "2130706433", "0x7f000001" and "127.1" are the addresses they
+		// spell: judged, dialed and sent as such.
+		host = ip.String()
 	} else if !isHostName(host) {
 		return nil, wrapBad("its host is not a valid DNS name or IPv4 address")
 	}
@@ -117,6 +122,52 @@ func clusterNamespace(host string) string {
 	return ""
 }
 
+// parseLegacyIPv4 reads the IPv4 spellings that resolvers accept besides
+// the dotted quad, as the WHATWG URL standard does: one to four parts,
+// each decimal, octal (leading 0) or hexadecimal (0x), the last filling the
+// remaining bytes. A host whose last label is not a number is a name.
+func parseLegacyIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var nums []uint64
+	for _, p := range parts {
+		n, ok := parseIPv4Part(p)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		nums = append(nums, n)
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v |= n << (8 * (3 - i))
+	}
+	v |= last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+func parseIPv4Part(p string) (uint64, bool) {
+	base := 10
+	switch {
+	case p == "":
+		return 0, false
+	case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+		base, p = 16, p[2:]
+	case len(p) > 1 && p[0] == '0':
+		base, p = 8, p[1:]
+	}
+	n, err := strconv.ParseUint(p, base, 32)
+	return n, err == nil
+}
+
 // isHostName reports whether host (lower-case) is a DNS name: labels of
 // letters, digits, '-' and '_', none empty or longer than 63, 253 in all.
 func isHostName(host string) bool {
@@ -138,18 +189,7 @@ func isHostName(host string) bool {
 }
 
 // isDNSLabel reports whether s is a valid Kubernetes namespace name.
-func isDNSLabel(s string) bool {
-	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func isDNSLabel(s string) bool { return config.ValidNamespace(s) }
 
 // prefersAsync reports whether a Prefer header asks for respond-async.
 func prefersAsync(h http.Header) bool {

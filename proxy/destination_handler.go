@@ -73,7 +73,9 @@ func NewDestinationHandler(p DestinationParams, next http.Handler) http.Handler 
 
 // fill completes c from r, or says why r is refused.
 func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
-	c.tenant = tenantOf(r.Header, "")
+	if !c.authenticated {
+		c.tenant = tenantOf(r.Header, "")
+	}
 	dest, err := parseDestination(r.Header.Values(delivery.HeaderForwardTo))
 	if err != nil {
 		if errors.Is(err, errMissingDestination) {
@@ -103,7 +105,13 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	c.async = prefersAsync(r.Header)
 	c.retries = p.Retries
 	c.backoff = p.BackoffDelay
-	c.tenant = tenantOf(r.Header, c.namespace)
+	if !c.authenticated {
+		c.tenant = tenantOf(r.Header, c.namespace)
+	}
+	if c.onlyNamespace != "" && c.namespace != c.onlyNamespace {
+		return ReasonDestinationDenied, errors.New("a caller of namespace " + c.onlyNamespace +
+			" may reach services of its own namespace only, not " + host)
+	}
 	if v := r.Header.Get(delivery.HeaderForwardTimeout); v != "" {
 		d, err := delivery.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {

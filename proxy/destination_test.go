@@ -163,3 +163,36 @@ func BenchmarkParseDestination(b *testing.B) {
 		}
 	}
 }
+
+// TestLegacyIPv4Spellings: odd IPv4 spellings are the addresses they are,
+// so the policy judges (and refuses) them before anything is dialed.
+func TestLegacyIPv4Spellings(t *testing.T) {
+	for _, tc := range []struct{ host, want string }{
+		{"2130706433", "127.0.0.1"},
+		{"0x7f000001", "127.0.0.1"},
+		{"0x7F.1", "127.0.0.1"},
+		{"127.1", "127.0.0.1"},
+		{"127.0.1", "127.0.0.1"},
+		{"0177.0.0.1", "127.0.0.1"},
+		{"017700000001", "127.0.0.1"},
+		{"169.254.43518", "169.254.169.254"},
+		{"10.1", "10.0.0.1"},
+	} {
+		t.Run(tc.host, func(t *testing.T) {
+			u, err := parseDestination([]string{"http://" + tc.host + ":8080/x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Hostname() != tc.want || u.Port() != "8080" {
+				t.Errorf("host %q, want %q:8080", u.Host, tc.want)
+			}
+		})
+	}
+	for _, name := range []string{"1.2.3.4.5", "256.1.1.1", "1.2.3.256", "0x", "08.1.1.1", "sink.1", "1.sink", "4294967296"} {
+		if u, err := parseDestination([]string{"http://" + name + "/"}); err == nil {
+			if _, isIP := parseLegacyIPv4(u.Hostname()); isIP || u.Hostname() != name {
+				t.Errorf("%q became %q", name, u.Hostname())
+			}
+		}
+	}
+}

@@ -3,12 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -29,6 +28,9 @@ type ForwardParams struct {
 	MaxEventBytes int64
 	// LoopID is written into CDN-Loop. If empty, DefaultLoopID.
 	LoopID string
+	// BodyIdleTimeout fails a request whose body stops coming for this
+	// long. If zero, 30 s.
+	BodyIdleTimeout time.Duration
 	// Tracing makes a client span of every attempt. If nil, none.
 	Tracing trace.TracerProvider
 }
@@ -49,6 +51,9 @@ func (p *ForwardParams) defaults() {
 	}
 	if p.LoopID == "" {
 		p.LoopID = DefaultLoopID
+	}
+	if p.BodyIdleTimeout <= 0 {
+		p.BodyIdleTimeout = 30 * time.Second
 	}
 }
 
@@ -106,8 +111,8 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
 	defer cancel()
 	out := r.WithContext(ctx)
-	if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
-		c.body = &limitedBody{rc: r.Body, max: f.p.MaxEventBytes}
+	if r.Body != nil && r.Body != http.NoBody {
+		c.body = newGuardedBody(w, r.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
 		out.Body = c.body
 	}
 	if f.p.useH2C(ctx, r.ProtoMajor == 2, c) {
@@ -152,6 +157,8 @@ func failureReason(ctx context.Context, c *call, err error) Reason {
 	switch {
 	case c.body != nil && c.body.tooLarge.Load():
 		return ReasonBodyTooLarge
+	case c.body != nil && c.body.stalled.Load():
+		return ReasonBadRequest
 	case errors.Is(err, delivery.ErrDestinationDenied):
 		return ReasonDestinationDenied
 	}
@@ -169,40 +176,14 @@ func failureMessage(reason Reason, c *call, err error) string {
 	switch reason {
 	case ReasonTimeout:
 		return "no response from " + c.dest.Host + " within " + c.timeout.String()
+	case ReasonBadRequest:
+		return "no byte of the request body came for " + c.body.idle.String()
 	case ReasonBodyTooLarge:
 		return "the body is larger than the " + strconv.FormatInt(c.body.max, 10) + " bytes allowed"
 	default:
 		return err.Error()
 	}
 }
-
-// limitedBody fails a body of unknown length once it passes its limit, so
-// that the destination never sees a complete oversized request.
-type limitedBody struct {
-	rc       io.ReadCloser
-	max, n   int64
-	tooLarge atomic.Bool
-}
-
-var errBodyTooLarge = errors.New("request body too large")
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.tooLarge.Load() {
-		return 0, errBodyTooLarge
-	}
-	if rem := b.max - b.n + 1; int64(len(p)) > rem {
-		p = p[:rem]
-	}
-	n, err := b.rc.Read(p)
-	b.n += int64(n)
-	if b.n > b.max {
-		b.tooLarge.Store(true)
-		return 0, errBodyTooLarge
-	}
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // copyBuffers lends ReverseProxy 32 KiB copy buffers, so that a held call
 // owns no buffer while it waits.

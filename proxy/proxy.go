@@ -32,7 +32,15 @@ type options struct {
 	transports     *delivery.Transports
 	loopID         string
 	meterProvider  metric.MeterProvider
+	authenticator  Authenticator
 	tracerProvider trace.TracerProvider
+}
+
+// WithAuthenticator makes every caller authenticate with a bearer token
+// in Kn-Forward-Authorization, verified by a. If unset, callers are not
+// authenticated and their tenant is what Kn-Namespace says.
+func WithAuthenticator(a Authenticator) Option {
+	return func(o *options) { o.authenticator = a }
 }
 
 // WithTracerProvider makes a server span of every call and a client span of
@@ -90,11 +98,12 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		logger.Errorw("Metrics are off: cannot build instruments", zap.Error(err))
 	}
 	fp := ForwardParams{
-		Transports:    o.transports,
-		Protocol:      cfg.DestinationProtocol,
-		MaxEventBytes: cfg.MaxEventBytes,
-		LoopID:        o.loopID,
-		Tracing:       o.tracerProvider,
+		Transports:      o.transports,
+		Protocol:        cfg.DestinationProtocol,
+		MaxEventBytes:   cfg.MaxEventBytes,
+		LoopID:          o.loopID,
+		BodyIdleTimeout: cfg.BodyIdleTimeout,
+		Tracing:         o.tracerProvider,
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
 
@@ -111,6 +120,9 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		BackoffDelay:    cfg.AsyncBackoffDelay,
 		MaxBackoffDelay: cfg.AsyncBackoffMax,
 	}, h)
+	if o.authenticator != nil {
+		h = NewAuthHandler(AuthParams{Authenticator: o.authenticator, TrustedNamespaces: cfg.TrustedNamespaces}, h)
+	}
 	h = NewProbeHandler(p.Drainer, h)
 	h = NewLoopHandler(o.loopID, h)
 	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, h)

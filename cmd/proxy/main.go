@@ -57,6 +57,16 @@ func run() int {
 			_ = tp.Shutdown(sctx)
 		}()
 	}
+	if cfg.Auth == "oidc" {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		a, err := proxy.NewKubernetesAuthenticator(actx, cfg)
+		cancel()
+		if err != nil {
+			logger.Errorw("Cannot set up caller authentication", "error", err)
+			return 1
+		}
+		opts = append(opts, proxy.WithAuthenticator(a))
+	}
 	p := proxy.New(cfg, logger, opts...)
 	srv := proxy.NewServer(cfg, p.Handler(), logger)
 	msrv := proxy.NewMetricsServer(cfg.MetricsPort, reg)

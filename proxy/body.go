@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// Why a request body was cut short.
+var (
+	errBodyTooLarge = errors.New("request body too large")
+	errBodyStalled  = errors.New("request body stalled")
+)
+
+// guardedBody is a request body read on the caller's behalf: it fails once
+// more than max bytes came, so that a destination never sees a complete
+// oversized request, and when no byte comes for idle, so that a caller that
+// stops sending cannot hold a slot. The idle deadline is a read deadline on
+// the caller's connection (or HTTP/2 stream), cleared once the body ends so
+// that it never cuts the wait for the destination's answer.
+type guardedBody struct {
+	rc       io.ReadCloser
+	ctl      *http.ResponseController
+	max, n   int64
+	idle     time.Duration
+	tooLarge atomic.Bool
+	stalled  atomic.Bool
+}
+
+func newGuardedBody(w http.ResponseWriter, rc io.ReadCloser, max int64, idle time.Duration) *guardedBody {
+	return &guardedBody{rc: rc, ctl: http.NewResponseController(w), max: max, idle: idle}
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	switch {
+	case b.tooLarge.Load():
+		return 0, errBodyTooLarge
+	case b.stalled.Load():
+		return 0, errBodyStalled
+	}
+	if rem := b.max - b.n + 1; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.stalled.Store(true)
+		return n, errBodyStalled
+	case b.n > b.max:
+		b.tooLarge.Store(true)
+		b.abandon()
+		return 0, errBodyTooLarge
+	case err != nil:
+		_ = b.ctl.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// abandon leaves the read deadline in the past: the rest of a refused body
+// is not worth waiting for, and the server then closes the connection after
+// the answer instead of draining it.
+func (b *guardedBody) abandon() { _ = b.ctl.SetReadDeadline(time.Unix(1, 0)) }
+
+func (b *guardedBody) Close() error {
+	if b.stalled.Load() || b.tooLarge.Load() {
+		b.abandon()
+	} else {
+		_ = b.ctl.SetReadDeadline(time.Time{})
+	}
+	return b.rc.Close()
+}

@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"knative.dev/event-forwarding-proxy/config"
+)
+
+// NewKubernetesAuthenticator discovers the service-account token issuer
+// cfg names (the Kubernetes API server) and returns an authenticator for
+// tokens whose audience is cfg.OIDCAudience. Discovery and keys are fetched
+// with the process's Kubernetes credentials: KUBECONFIG when set, the pod's
+// service account in a cluster, so that the API server's discovery
+// endpoints need not be open to anonymous callers. It retries discovery
+// until ctx ends.
+func NewKubernetesAuthenticator(ctx context.Context, cfg *config.Proxy) (*OIDCAuthenticator, error) {
+	client, err := kubernetesHTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	// The provider keeps this context for fetching keys later: it carries
+	// the client, never a deadline.
+	octx := oidc.ClientContext(context.Background(), client)
+	for {
+		provider, err := oidc.NewProvider(octx, cfg.OIDCIssuer)
+		if err == nil {
+			return NewOIDCAuthenticator(provider.Verifier(&oidc.Config{ClientID: cfg.OIDCAudience})), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("OIDC discovery of %s: %w", cfg.OIDCIssuer, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// kubernetesHTTPClient returns an HTTP client that trusts the API server
+// and presents this process's credentials to it.
+func kubernetesHTTPClient() (*http.Client, error) {
+	var (
+		rc  *rest.Config
+		err error
+	)
+	switch {
+	case os.Getenv("KUBECONFIG") != "":
+		rc, err = clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		rc, err = rest.InClusterConfig()
+	default:
+		return &http.Client{Timeout: 10 * time.Second}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	c.Timeout = 10 * time.Second
+	return c, nil
+}
