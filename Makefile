@@ -6,7 +6,15 @@ PORT ?= 8080
 SINK_ADDR ?= 127.0.0.1:8081
 FUZZTIME ?= 1m
 
-.PHONY: all build run test unit fuzz-short fuzz lint bench tidy-check clean
+.PHONY: all build run test unit fuzz-short fuzz lint bench tidy-check tools clean
+
+# Binaries the tests run (kube-apiserver, etcd), built from the pinned nested
+# module test/tools and cached in the git-ignored .cache/bin.
+TOOLS_BIN := $(CURDIR)/.cache/bin
+TOOLS_MOD := test/tools/go.mod test/tools/go.sum
+K8S_VERSION := v1.37.2
+K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 
 all: build
 
@@ -23,9 +31,9 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost $(BIN)/proxy
 
-test: lint unit fuzz-short ## everything CI runs
+test: lint tools unit fuzz-short ## everything CI runs
 
-unit:
+unit: tools
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # Each fuzz target briefly; `make fuzz FUZZTIME=5m` runs them longer.
@@ -41,6 +49,15 @@ lint: tidy-check
 
 tidy-check:
 	$(GO) mod tidy -diff
+	cd test/tools && $(GO) mod tidy -diff
+
+tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd ## kube-apiserver and etcd for tests (cold: about 10 minutes)
+
+$(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
+	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(TOOLS_BIN)/etcd: $(TOOLS_MOD)
+	cd test/tools && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 bench: ## Go benchmarks of the hot path
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/

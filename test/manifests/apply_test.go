@@ -1,0 +1,216 @@
+package manifests
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"knative.dev/event-forwarding-proxy/test/apiserver"
+	"knative.dev/pkg/configmap/informer"
+	"knative.dev/serving/pkg/apis/autoscaling"
+)
+
+const fieldManager = "event-forwarding-manifests-test"
+
+// TestAPIServer applies everything under config/ to a real API server, in
+// the order `ko apply -f config/ -f config/async/` would, then checks what
+// the objects grant and that sources see ConfigMap edits.
+func TestAPIServer(t *testing.T) {
+	docs := loadConfig(t)
+	s := apiserver.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := kubernetes.NewForConfigOrDie(s.Config)
+
+	// Namespaces first: knative-eventing exists in a Knative install, the
+	// others (monitoring) where their components run.
+	namespaces := map[string]bool{"knative-eventing": true}
+	for _, d := range docs {
+		if d.Namespace != "" {
+			namespaces[d.Namespace] = true
+		}
+	}
+	for ns := range namespaces {
+		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("apply", func(t *testing.T) { applyAll(ctx, t, s, docs) })
+	t.Run("async profile replaced sync", func(t *testing.T) { testProfileSwitch(ctx, t, s) })
+	if t.Failed() {
+		return
+	}
+	t.Run("access", func(t *testing.T) { testAccess(ctx, t, client) })
+	t.Run("ConfigMap watcher sees edits", func(t *testing.T) { testConfigWatcher(ctx, t, client) })
+}
+
+// applyAll server-side applies each document with strict field validation:
+// the API server's schemas (built-in and the Knative CRDs) must accept
+// every field.
+func applyAll(ctx context.Context, t *testing.T, s *apiserver.Server, docs []Document) {
+	dyn := dynamic.NewForConfigOrDie(s.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(s.Config).Discovery()))
+	for _, d := range docs {
+		t.Run(d.String(), func(t *testing.T) {
+			mapping, err := mapper.RESTMapping(d.GVK.GroupKind(), d.GVK.Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := yaml.YAMLToJSON(d.YAML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+			if d.Namespace != "" {
+				ri = dyn.Resource(mapping.Resource).Namespace(d.Namespace)
+			}
+			force := true
+			_, err = ri.Patch(ctx, d.Name, types.ApplyPatchType, body, metav1.PatchOptions{
+				FieldManager:    fieldManager,
+				Force:           &force,
+				FieldValidation: metav1.FieldValidationStrict,
+			})
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+		})
+	}
+}
+
+// testProfileSwitch checks that applying config/async/ over config/ left
+// the Service with the async profile's autoscaling only: annotations only
+// the sync profile sets are gone.
+func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
+	ksvc := schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+	got, err := dynamic.NewForConfigOrDie(s.Config).Resource(ksvc).Namespace("knative-eventing").Get(ctx, proxyName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotations, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "annotations")
+	want := loadService(t, asyncFile).Spec.Template.Annotations
+	for k, v := range annotations {
+		if strings.HasPrefix(k, autoscaling.GroupName+"/") && want[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, v, want[k])
+		}
+	}
+	if annotations[autoscaling.ClassAnnotationKey] != autoscaling.HPA {
+		t.Errorf("class = %q, want %q", annotations[autoscaling.ClassAnnotationKey], autoscaling.HPA)
+	}
+}
+
+// testAccess asks the API server what the service accounts may do.
+func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	const (
+		adapter = "system:serviceaccount:knative-eventing:event-forwarding-pingsource-adapter"
+		proxy   = "system:serviceaccount:knative-eventing:event-forwarding-proxy"
+	)
+	res := func(verb, group, resource, sub, ns string) *authorizationv1.ResourceAttributes {
+		return &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}
+	}
+	tests := []struct {
+		name    string
+		user    string
+		res     *authorizationv1.ResourceAttributes
+		nonRes  *authorizationv1.NonResourceAttributes
+		allowed bool
+	}{
+		{name: "adapter watches pingsources everywhere", user: adapter, res: res("watch", "sources.knative.dev", "pingsources", "", ""), allowed: true},
+		{name: "adapter gets a pingsource", user: adapter, res: res("get", "sources.knative.dev", "pingsources", "", "tenant"), allowed: true},
+		{name: "adapter does not write pingsource status", user: adapter, res: res("update", "sources.knative.dev", "pingsources", "status", "tenant")},
+		{name: "adapter does not change pingsources", user: adapter, res: res("patch", "sources.knative.dev", "pingsources", "", "tenant")},
+		{name: "adapter watches eventing configmaps", user: adapter, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
+		{name: "adapter reads no other configmaps", user: adapter, res: res("get", "", "configmaps", "", "tenant")},
+		{name: "adapter takes leases", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+		{name: "adapter renews leases", user: adapter, res: res("update", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+		{name: "adapter takes no leases elsewhere", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "tenant")},
+		{name: "adapter records events", user: adapter, res: res("create", "", "events", "", "tenant"), allowed: true},
+		{name: "adapter mints OIDC tokens", user: adapter, res: res("create", "", "serviceaccounts", "token", "tenant"), allowed: true},
+		{name: "adapter reads no secrets", user: adapter, res: res("get", "", "secrets", "", "knative-eventing")},
+		{name: "control: another account does not watch pingsources", user: "system:serviceaccount:knative-eventing:other", res: res("watch", "sources.knative.dev", "pingsources", "", "")},
+		{name: "proxy reads OIDC discovery", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/.well-known/openid-configuration"}, allowed: true},
+		{name: "proxy reads the JWKS", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/openid/v1/jwks"}, allowed: true},
+		{name: "proxy reads no pingsources", user: proxy, res: res("list", "sources.knative.dev", "pingsources", "", "")},
+		{name: "proxy reads no configmaps", user: proxy, res: res("get", "", "configmaps", "", "knative-eventing")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:                  tc.user,
+				Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:knative-eventing", "system:authenticated"},
+				ResourceAttributes:    tc.res,
+				NonResourceAttributes: tc.nonRes,
+			}}
+			got, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Allowed != tc.allowed {
+				t.Errorf("allowed = %v, want %v (%s)", got.Status.Allowed, tc.allowed, got.Status.Reason)
+			}
+		})
+	}
+}
+
+// testConfigWatcher edits config-event-forwarding through the API server
+// and waits for knative.dev/pkg's ConfigMap watcher, which sources use, to
+// report the new value.
+func testConfigWatcher(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	const (
+		name = "config-event-forwarding"
+		key  = "event-forwarding-proxy"
+		url  = "http://event-forwarding-proxy.knative-eventing.svc.cluster.local"
+	)
+	seen := make(chan string, 16)
+	w := informer.NewInformedWatcher(client, "knative-eventing")
+	w.Watch(name, func(cm *corev1.ConfigMap) { seen <- cm.Data[key] })
+	stop := make(chan struct{})
+	defer close(stop)
+	if err := w.Start(stop); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(ctx, t, seen, "") // the applied value: off
+
+	cms := client.CoreV1().ConfigMaps("knative-eventing")
+	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[key] = url
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(ctx, t, seen, url)
+}
+
+// waitValue reads values from seen until want arrives or ctx ends.
+func waitValue(ctx context.Context, t *testing.T, seen <-chan string, want string) {
+	t.Helper()
+	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		select {
+		case got := <-seen:
+			if got == want {
+				return
+			}
+		case <-deadline.Done():
+			t.Fatalf("the watcher did not see %q: %v", want, deadline.Err())
+		}
+	}
+}

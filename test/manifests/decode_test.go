@@ -1,0 +1,104 @@
+package manifests
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+)
+
+// clusterScoped are the kinds config/ may hold that have no namespace.
+var clusterScoped = map[schema.GroupVersionKind]bool{
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):        true,
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"): true,
+	corev1.SchemeGroupVersion.WithKind("Namespace"):          true,
+}
+
+func TestDocumentsDecodeStrictly(t *testing.T) {
+	s := scheme(t)
+	for _, d := range loadConfig(t) {
+		t.Run(d.String(), func(t *testing.T) {
+			obj, err := decodeStrict(s, d)
+			if err != nil {
+				t.Fatalf("strict decoding into %s: %v", d.GVK, err)
+			}
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.GetName() == "" {
+				t.Error("metadata.name is empty")
+			}
+			// ko apply would put an object without a namespace wherever
+			// the operator's kubeconfig points.
+			if got := m.GetNamespace(); clusterScoped[d.GVK] != (got == "") {
+				t.Errorf("namespace %q for a %s, cluster-scoped: %v", got, d.GVK.Kind, clusterScoped[d.GVK])
+			}
+			if m.GetLabels()["app.kubernetes.io/name"] != "event-forwarding-proxy" {
+				t.Errorf("label app.kubernetes.io/name = %q, want event-forwarding-proxy", m.GetLabels()["app.kubernetes.io/name"])
+			}
+		})
+	}
+}
+
+// TestRequiredObjects pins what an install needs, so that a file cannot
+// silently drop one.
+func TestRequiredObjects(t *testing.T) {
+	docs := loadConfig(t)
+	cm := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	sa := corev1.SchemeGroupVersion.WithKind("ServiceAccount")
+	ksvc := servingv1.SchemeGroupVersion.WithKind("Service")
+	tests := []struct {
+		name string
+		file string
+		gvk  schema.GroupVersionKind
+		obj  string
+	}{
+		{name: "proxy service account", file: "config/100-serviceaccounts.yaml", gvk: sa, obj: "event-forwarding-proxy"},
+		{name: "adapter service account", file: "config/100-serviceaccounts.yaml", gvk: sa, obj: "event-forwarding-pingsource-adapter"},
+		{name: "adapter cluster role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), obj: "event-forwarding-pingsource-adapter"},
+		{name: "adapter role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("Role"), obj: "event-forwarding-pingsource-adapter"},
+		{name: "eventing config", file: "config/300-config-event-forwarding.yaml", gvk: cm, obj: "config-event-forwarding"},
+		{name: "sync profile", file: "config/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
+		{name: "async profile", file: "config/async/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
+		{name: "adapter rule", file: "config/async/500-prometheus-adapter.yaml", gvk: cm, obj: "event-forwarding-prometheus-adapter"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			find(t, docs, tc.file, tc.gvk, tc.obj)
+		})
+	}
+}
+
+func TestEventForwardingConfigMap(t *testing.T) {
+	d := find(t, loadConfig(t), "config/300-config-event-forwarding.yaml",
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"), "config-event-forwarding")
+	obj, err := decodeStrict(scheme(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := obj.(*corev1.ConfigMap)
+	tests := []struct {
+		name string
+		key  string
+		want string
+	}{
+		{name: "off until an operator names the proxy", key: "event-forwarding-proxy", want: ""},
+		{name: "threshold", key: "event-forwarding-threshold", want: "500"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := cm.Data[tc.key]
+			if !ok || got != tc.want {
+				t.Errorf("data[%q] = %q (present: %v), want %q", tc.key, got, ok, tc.want)
+			}
+		})
+	}
+	if cm.Namespace != "knative-eventing" {
+		t.Errorf("namespace = %q, want knative-eventing", cm.Namespace)
+	}
+}

@@ -1,0 +1,81 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+)
+
+// repoRoot is the repository root, seen from this package's directory.
+const repoRoot = "../.."
+
+// applySets are the folders an operator applies with `ko apply -f`:
+// config/ (the sync profile) and config/async/ after it (the async profile
+// replacing the sync one). Documents are checked in this order.
+var applySets = []string{"config", "config/async"}
+
+// loadConfig returns every document of applySets, failing the test if
+// there are none.
+func loadConfig(t *testing.T) []Document {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(repoRoot, "go.mod")); err != nil {
+		t.Fatalf("repository root not found: %v", err)
+	}
+	docs, err := Load(repoRoot, applySets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatal("no YAML documents under config/")
+	}
+	return docs
+}
+
+// scheme knows every kind config/ may hold.
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, servingv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// decodeStrict decodes a document into a new object of its kind; unknown
+// or repeated fields are errors.
+func decodeStrict(s *runtime.Scheme, d Document) (runtime.Object, error) {
+	obj, err := s.New(d.GVK)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(d.YAML, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// find returns the documents of one kind, name and file, failing the test
+// unless there is exactly one.
+func find(t *testing.T, docs []Document, file string, gvk schema.GroupVersionKind, name string) Document {
+	t.Helper()
+	var found []Document
+	for _, d := range docs {
+		if d.File == file && d.GVK == gvk && d.Name == name {
+			found = append(found, d)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s %q in %s, found %d", gvk.Kind, name, file, len(found))
+	}
+	return found[0]
+}

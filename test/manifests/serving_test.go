@@ -1,0 +1,215 @@
+package manifests
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
+	"knative.dev/serving/pkg/apis/autoscaling"
+	servingcfg "knative.dev/serving/pkg/apis/config"
+	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"knative.dev/serving/pkg/networking"
+
+	"knative.dev/event-forwarding-proxy/config"
+)
+
+// The two scaling profiles: the same Service, differing in autoscaling.
+const (
+	syncFile  = "config/400-proxy.yaml"
+	asyncFile = "config/async/400-proxy.yaml"
+	proxyName = "event-forwarding-proxy"
+	heldCalls = "kn_forward_active_requests"
+)
+
+// loadService decodes a profile's Service and applies Knative's defaults
+// to it, as serving's webhook does.
+func loadService(t *testing.T, file string) *servingv1.Service {
+	t.Helper()
+	d := find(t, loadConfig(t), file, servingv1.SchemeGroupVersion.WithKind("Service"), proxyName)
+	obj, err := decodeStrict(scheme(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := obj.(*servingv1.Service)
+	svc.SetDefaults(servingContext())
+	return svc
+}
+
+// servingContext is the context of a create under Knative's default
+// configuration (config-defaults, config-autoscaler, config-features).
+func servingContext() context.Context {
+	ctx := context.Background()
+	ctx = servingcfg.ToContext(ctx, servingcfg.FromContextOrDefaults(ctx))
+	return apis.WithinCreate(ctx)
+}
+
+func TestServicesPassKnativeValidation(t *testing.T) {
+	for _, file := range []string{syncFile, asyncFile} {
+		t.Run(file, func(t *testing.T) {
+			svc := loadService(t, file)
+			// Warnings (securityContext advice) do not fail; errors do.
+			if err := svc.Validate(servingContext()).Filter(apis.ErrorLevel); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+// TestServiceSettings checks each profile against the proxy's own
+// configuration code and the wire contract.
+func TestServiceSettings(t *testing.T) {
+	for _, file := range []string{syncFile, asyncFile} {
+		t.Run(file, func(t *testing.T) {
+			svc := loadService(t, file)
+			spec := svc.Spec.Template.Spec
+			if len(spec.Containers) != 1 {
+				t.Fatalf("%d containers, want 1", len(spec.Containers))
+			}
+			c := spec.Containers[0]
+			env := map[string]string{}
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+			}
+			memLimit := c.Resources.Limits.Memory().Value()
+			port := c.Ports[0]
+			env["PORT"] = strconv.Itoa(int(port.ContainerPort)) // set by Knative
+			proxy, err := config.ProxyFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, memLimit)
+			if err != nil {
+				t.Fatalf("the proxy refuses the manifest's environment: %v", err)
+			}
+			timeout := time.Duration(*spec.TimeoutSeconds) * time.Second
+			annotations := svc.Spec.Template.Annotations
+			tests := []struct {
+				name      string
+				got, want any
+			}{
+				{name: "namespace", got: svc.Namespace, want: "knative-eventing"},
+				{name: "visibility", got: svc.Labels["networking.knative.dev/visibility"], want: "cluster-local"},
+				{name: "image", got: c.Image, want: "ko://knative.dev/event-forwarding-proxy/cmd/proxy"},
+				{name: "service account", got: spec.ServiceAccountName, want: proxyName},
+				{name: "port", got: port, want: corev1.ContainerPort{Name: "h2c", ContainerPort: 8080}},
+				{name: "timeoutSeconds", got: *spec.TimeoutSeconds, want: int64(600)},
+				{name: "responseStartTimeoutSeconds", got: *spec.ResponseStartTimeoutSeconds, want: int64(600)},
+				{name: "min-scale", got: annotations[autoscaling.MinScaleAnnotationKey], want: "2"},
+				{name: "FORWARD_AUTH", got: env["FORWARD_AUTH"], want: "oidc"},
+				{name: "FORWARD_MAX_INFLIGHT is set", got: env["FORWARD_MAX_INFLIGHT"] != "", want: true},
+				{name: "queue-proxy never queues", got: *spec.ContainerConcurrency >= int64(proxy.MaxInflight), want: true},
+				{name: "held calls fit the proxy's memory budget", got: proxy.MaxInflight <= config.DefaultMaxInflight(memLimit), want: true},
+				{name: "memory request is the limit", got: c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()), want: 0},
+				{name: "GOMEMLIMIT near 90% of the limit", got: goMemLimitRatio(t, env["GOMEMLIMIT"], memLimit), want: 0.9},
+				{name: "proxy timeout is the revision's", got: proxy.MaxTimeout, want: timeout},
+				{name: "drain ends within the pod's grace period", got: proxy.DrainTimeout < timeout, want: true},
+				{name: "metrics port is free in a Knative pod", got: knativePorts[proxy.MetricsPort], want: false},
+				{name: "metrics port is scraped", got: annotations["prometheus.io/port"], want: strconv.Itoa(proxy.MetricsPort)},
+				{name: "readiness", got: c.ReadinessProbe.HTTPGet.Path, want: "/readyz"},
+				{name: "liveness", got: c.LivenessProbe.HTTPGet.Path, want: "/healthz"},
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+						t.Errorf("(-want +got):\n%s", diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+// knativePorts are bound in every Knative pod by queue-proxy (or reserved
+// by serving's validation), so the proxy must not listen there.
+var knativePorts = map[int]bool{
+	networking.BackendHTTPPort:             true,
+	networking.BackendHTTP2Port:            true,
+	networking.QueueAdminPort:              true,
+	networking.AutoscalingQueueMetricsPort: true,
+	networking.UserQueueMetricsPort:        true,
+	8008:                                   true, // profiling
+}
+
+// goMemLimitRatio returns GOMEMLIMIT as a fraction of limit, rounded to
+// two places.
+func goMemLimitRatio(t *testing.T, v string, limit int64) float64 {
+	t.Helper()
+	n, err := parseGoMemLimit(v)
+	if err != nil || limit <= 0 {
+		t.Fatalf("GOMEMLIMIT=%q, memory limit %d: %v", v, limit, err)
+	}
+	return math.Round(float64(n)/float64(limit)*100) / 100
+}
+
+// parseGoMemLimit reads GOMEMLIMIT's syntax: bytes, with an optional unit
+// B, KiB, MiB, GiB or TiB.
+func parseGoMemLimit(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		bytes  int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			return x * u.bytes, err
+		}
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// TestProfilesDifferOnlyInAutoscaling keeps the two profiles in step: every
+// setting but the autoscaling annotations is the same.
+func TestProfilesDifferOnlyInAutoscaling(t *testing.T) {
+	strip := func(svc *servingv1.Service) *servingv1.Service {
+		for k := range svc.Spec.Template.Annotations {
+			if strings.HasPrefix(k, autoscaling.GroupName+"/") && k != autoscaling.MinScaleAnnotationKey {
+				delete(svc.Spec.Template.Annotations, k)
+			}
+		}
+		return svc
+	}
+	syncSvc, asyncSvc := strip(loadService(t, syncFile)), strip(loadService(t, asyncFile))
+	if diff := cmp.Diff(syncSvc, asyncSvc); diff != "" {
+		t.Errorf("profiles differ beyond autoscaling (-sync +async):\n%s", diff)
+	}
+}
+
+// TestLongerCallsNeedTheClusterMaximum pins what docs/install.md says:
+// calls over 10 minutes need max-revision-timeout-seconds raised first.
+func TestLongerCallsNeedTheClusterMaximum(t *testing.T) {
+	tests := []struct {
+		name       string
+		maxTimeout string // config-defaults max-revision-timeout-seconds; "" is Knative's default
+		timeout    int64
+		wantErr    bool
+	}{
+		{name: "shipped timeout, default maximum", timeout: 600},
+		{name: "an hour, default maximum", timeout: 3600, wantErr: true},
+		{name: "an hour, maximum raised", maxTimeout: "3600", timeout: 3600},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := map[string]string{}
+			if tc.maxTimeout != "" {
+				cm["max-revision-timeout-seconds"] = tc.maxTimeout
+			}
+			defaults, err := servingcfg.NewDefaultsConfigFromMap(cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := servingcfg.FromContextOrDefaults(context.Background())
+			cfg.Defaults = defaults
+			ctx := apis.WithinCreate(servingcfg.ToContext(context.Background(), cfg))
+
+			svc := loadService(t, syncFile)
+			svc.Spec.Template.Spec.TimeoutSeconds = &tc.timeout
+			svc.Spec.Template.Spec.ResponseStartTimeoutSeconds = &tc.timeout
+			fe := svc.Validate(ctx).Filter(apis.ErrorLevel) // a *FieldError: nil stays nil
+			if (fe != nil) != tc.wantErr {
+				t.Errorf("Validate = %v, want an error: %v", fe, tc.wantErr)
+			}
+		})
+	}
+}
