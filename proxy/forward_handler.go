@@ -31,6 +31,9 @@ type ForwardParams struct {
 	// BodyIdleTimeout fails a request whose body stops coming for this
 	// long. If zero, 30 s.
 	BodyIdleTimeout time.Duration
+	// Stop, when done, cuts every synchronous call still held; its cause
+	// decides the answer (errShuttingDown: 503 draining). If nil, never.
+	Stop context.Context
 	// Tracing makes a client span of every attempt. If nil, none.
 	Tracing trace.TracerProvider
 }
@@ -108,7 +111,14 @@ func (f *forwarder) reverseProxy(t http.RoundTripper) *httputil.ReverseProxy {
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callFrom(r.Context())
-	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
+	ctx := r.Context()
+	if f.p.Stop != nil {
+		var cut context.CancelCauseFunc
+		ctx, cut = context.WithCancelCause(ctx)
+		defer cut(nil)
+		defer context.AfterFunc(f.p.Stop, func() { cut(context.Cause(f.p.Stop)) })()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	out := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
@@ -121,6 +131,9 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.h1.ServeHTTP(w, out)
 	}
 }
+
+// errShuttingDown is the cause of calls cut at the drain deadline.
+var errShuttingDown = errors.New("the proxy shut down before the destination answered")
 
 // forwardedHeaders are end-to-end headers that ReverseProxy removes before
 // Rewrite; the proxy forwards them as the caller sent them.
@@ -161,6 +174,8 @@ func failureReason(ctx context.Context, c *call, err error) Reason {
 		return ReasonBadRequest
 	case errors.Is(err, delivery.ErrDestinationDenied):
 		return ReasonDestinationDenied
+	case errors.Is(context.Cause(ctx), errShuttingDown):
+		return ReasonDraining
 	}
 	switch delivery.Classify(ctx, err) {
 	case delivery.TimedOut:
@@ -176,6 +191,8 @@ func failureMessage(reason Reason, c *call, err error) string {
 	switch reason {
 	case ReasonTimeout:
 		return "no response from " + c.dest.Host + " within " + c.timeout.String()
+	case ReasonDraining:
+		return errShuttingDown.Error() + "; retry on another instance"
 	case ReasonBadRequest:
 		return "no byte of the request body came for " + c.body.idle.String()
 	case ReasonBodyTooLarge:

@@ -21,6 +21,7 @@ type Proxy struct {
 	Limiter *Limiter
 	Drainer *Drainer
 	async   *Async
+	stop    context.CancelCauseFunc // cuts the synchronous calls still held
 	handler http.Handler
 	logger  *zap.SugaredLogger
 }
@@ -97,7 +98,10 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		// Only an invalid instrument name can cause this: a bug, not a setting.
 		logger.Errorw("Metrics are off: cannot build instruments", zap.Error(err))
 	}
+	stopCtx, stop := context.WithCancelCause(context.Background())
+	p.stop = stop
 	fp := ForwardParams{
+		Stop:            stopCtx,
 		Transports:      o.transports,
 		Protocol:        cfg.DestinationProtocol,
 		MaxEventBytes:   cfg.MaxEventBytes,
@@ -179,15 +183,17 @@ func (p *Proxy) Drain() {
 }
 
 // Shutdown waits until every held call, sync or async, has ended. When ctx
-// ends first, background deliveries still running are cancelled and each
-// is logged as abandoned; the error is then ctx's.
+// ends first, the calls still held are cut: a synchronous caller whose
+// answer has not started gets 503 draining (never a bare reset), and each
+// background delivery is logged as abandoned. The error is then ctx's.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.Limiter.WaitIdle(ctx)
 	if err == nil {
 		return p.async.Wait(ctx)
 	}
+	p.stop(errShuttingDown)
 	p.async.Abort()
 	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.async.Wait(wctx))
+	return errors.Join(err, p.Limiter.WaitIdle(wctx), p.async.Wait(wctx))
 }

@@ -203,3 +203,24 @@ func TestCallerGoneCancelsDestinationCall(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 }
+
+// TestDrainDeadlineAnswersHeldSyncCalls: a synchronous call still held when
+// the drain timeout passes gets the proxy's 503 draining, never a bare
+// connection reset, and the process still exits 0.
+func TestDrainDeadlineAnswersHeldSyncCalls(t *testing.T) {
+	p := startProxy(t, "FORWARD_DRAIN_TIMEOUT=300ms")
+	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) { <-r.Context().Done() })
+	answer := make(chan *http.Response, 1)
+	go func() { answer <- p.post(t, "sync", "Kn-Forward-To", dest.URL) }()
+	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
+	p.signal(syscall.SIGTERM)
+	select {
+	case resp := <-answer:
+		checkAnswer(t, readAnswer(t, resp), 503, "draining")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer to the held call")
+	}
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Errorf("the proxy exited with %v, want 0", err)
+	}
+}
