@@ -59,6 +59,22 @@ $(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
 $(TOOLS_BIN)/etcd: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# Prometheus and promtool for test/monitoring (Debian's prometheus package,
+# 2.42), installed when either is missing; sudo only when not root.
+.PHONY: prometheus-tools monitoring-rules
+unit: prometheus-tools
+prometheus-tools:
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; \
+	fi
+
+# config/monitoring/prometheusrule.yaml, generated from rules.yaml (a test
+# fails while they differ).
+monitoring-rules:
+	$(GO) test -count=1 -run '^TestPrometheusRuleIsGenerated$$' ./test/monitoring/ -update
+
 bench: ## Go benchmarks of the hot path
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/
 

@@ -146,7 +146,29 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metri
 	for o := range numAsyncOutcomes {
 		ms.asyncAttrs[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", asyncOutcomeNames[o])))
 	}
+	ms.zero()
 	return &ms, nil
+}
+
+// zero reports every counter series the proxy knows of, and the gauges, at
+// 0 from the start: rate() and increase() then see a pod's first event of
+// each kind, and a fresh pod has held-call values before its first call.
+func (m *Metrics) zero() {
+	ctx := context.Background()
+	for o := range numOutcomes {
+		for _, class := range []int{2, 4, 5, 6} {
+			m.requests.Add(ctx, 0, m.requestAttrs[o][class])
+		}
+	}
+	for _, attrs := range m.reasonAttrs {
+		m.rejected.Add(ctx, 0, attrs)
+	}
+	for _, attrs := range m.asyncAttrs {
+		m.deliveries.Add(ctx, 0, attrs)
+	}
+	m.retries.Add(ctx, 0)
+	m.pending.Add(ctx, 0)
+	m.active.Add(ctx, 0, m.namespaces.option(""))
 }
 
 // held counts a call of tenant to namespace ns as held (delta 1) or no

@@ -1,0 +1,171 @@
+package monitoring
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// proxyProc is a running proxy binary.
+type proxyProc struct {
+	*process
+	URL         string
+	MetricsAddr string // host:port of /metrics
+}
+
+// startProxy runs the proxy with loopback destinations allowed and env
+// added, and waits until it answers /healthz.
+func startProxy(t *testing.T, env ...string) *proxyProc {
+	t.Helper()
+	port, metricsPort := freePort(t), freePort(t)
+	cmd := exec.Command(proxyBinary(t))
+	cmd.Env = append(os.Environ(),
+		"PORT="+strconv.Itoa(port),
+		"METRICS_PORT="+strconv.Itoa(metricsPort),
+		"FORWARD_ALLOWED_CIDRS=127.0.0.0/8",
+		"GORACE=halt_on_error=1",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	p := &proxyProc{
+		process:     start(t, "proxy", cmd),
+		URL:         "http://127.0.0.1:" + strconv.Itoa(port),
+		MetricsAddr: "127.0.0.1:" + strconv.Itoa(metricsPort),
+	}
+	t.Cleanup(func() {
+		if strings.Contains(p.logs.String(), "DATA RACE") {
+			t.Error("the proxy process hit a data race")
+		}
+	})
+	eventually(t, 30*time.Second, "the proxy answers /healthz", func() (bool, string) {
+		if done, how := p.exited(); done {
+			t.Fatalf("proxy %s at start:\n%s", how, p.logs.String())
+		}
+		resp, err := http.Get(p.URL + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return p
+}
+
+// post sends body through the proxy to dest with header pairs added, and
+// returns the status after reading the answer.
+func (p *proxyProc) post(t *testing.T, dest string, headers ...string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(`{"hello":"world"}`))
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	req.Header.Set("Kn-Forward-To", dest)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST through the proxy: %v", err)
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// scrape reads the proxy's /metrics.
+func (p *proxyProc) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse metrics: %v", err)
+	}
+	return fams
+}
+
+// counterValue sums a counter family's samples that carry label=value.
+func counterValue(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
+	var sum float64
+	if f := fams[name]; f != nil {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// sink is a destination on loopback. It holds every call until release
+// (or until the call's context ends) and can fail the first calls it gets.
+type sink struct {
+	*httptest.Server
+	got      atomic.Int64
+	failures int64 // the first failures calls get 503
+	held     chan struct{}
+	once     sync.Once
+}
+
+func newSink(t *testing.T, hold bool, failures int64) *sink {
+	t.Helper()
+	s := &sink{failures: failures, held: make(chan struct{})}
+	if !hold {
+		s.release()
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(func() { s.release(); s.Close() })
+	return s
+}
+
+func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	if n := s.got.Add(1); n <= s.failures {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	select {
+	case <-s.held:
+		w.WriteHeader(http.StatusOK)
+	case <-r.Context().Done():
+	}
+}
+
+// release lets every held call (and every later one) answer 200.
+func (s *sink) release() { s.once.Do(func() { close(s.held) }) }
+
+// count is the number of calls the sink has received.
+func (s *sink) count() int64 { return s.got.Load() }
+
+// freePort returns a loopback port that was free a moment ago, for
+// processes that take a port number rather than a listener.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
