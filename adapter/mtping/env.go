@@ -1,0 +1,136 @@
+package mtping
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/config"
+)
+
+// Env is the adapter process's configuration, read once from its
+// environment (the names upstream's adapter Deployment sets are honoured).
+type Env struct {
+	// SystemNamespace holds config-event-forwarding, config-leader-election
+	// and the Leases (SYSTEM_NAMESPACE). If unset, knative-eventing.
+	SystemNamespace string
+	// PodName is this replica's identity in the Leases (POD_NAME). If
+	// unset, the host name.
+	PodName string
+	// ServiceAccount is the adapter's own service account in
+	// SystemNamespace, whose token the proxy gets (SERVICE_ACCOUNT_NAME).
+	// If unset, in a pod the account of its mounted token; elsewhere none,
+	// and no OIDC token is sent at all.
+	ServiceAccount string
+	// ProbesPort serves /health and /readiness (PROBES_PORT). If unset, 8080.
+	ProbesPort int
+	// MetricsPort serves /metrics (METRICS_PORT). If unset, 9090.
+	MetricsPort int
+	// LogLevel is debug, info, warn or error (LOG_LEVEL). If unset, info.
+	LogLevel string
+	// SinkTimeout bounds one call to a sink, in seconds (K_SINK_TIMEOUT, as
+	// upstream's controller sets it). If unset or -1, 10 minutes.
+	SinkTimeout time.Duration
+	// DrainTimeout bounds the wait for running sends at shutdown
+	// (DRAIN_TIMEOUT, a Go duration). If unset, 20 s.
+	DrainTimeout time.Duration
+}
+
+// EnvFromLookup reads Env; a bad value is an error naming its variable.
+func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
+	get := func(k string) string {
+		v, _ := lookup(k)
+		return strings.TrimSpace(v)
+	}
+	e := Env{
+		SystemNamespace: config.SystemNamespace(lookup),
+		PodName:         get("POD_NAME"),
+		ServiceAccount:  get("SERVICE_ACCOUNT_NAME"),
+		LogLevel:        "info",
+		ProbesPort:      8080,
+		MetricsPort:     9090,
+		DrainTimeout:    20 * time.Second,
+	}
+	if e.PodName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return e, fmt.Errorf("POD_NAME unset and no host name: %w", err)
+		}
+		e.PodName = h
+	}
+	var errs []error
+	port := func(k string, dst *int) {
+		if v := get(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a port number", k, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	port("PROBES_PORT", &e.ProbesPort)
+	port("METRICS_PORT", &e.MetricsPort)
+	switch v := get("LOG_LEVEL"); v {
+	case "":
+	case "debug", "info", "warn", "error":
+		e.LogLevel = v
+	default:
+		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v))
+	}
+	if v := get("K_SINK_TIMEOUT"); v != "" && v != "-1" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("K_SINK_TIMEOUT=%q: want a positive number of seconds, or -1", v))
+		} else {
+			e.SinkTimeout = time.Duration(n) * time.Second
+		}
+	}
+	if v := get("DRAIN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("DRAIN_TIMEOUT=%q: want a positive duration such as 20s", v))
+		} else {
+			e.DrainTimeout = d
+		}
+	}
+	return e, errors.Join(errs...)
+}
+
+// ServiceAccountToken is where Kubernetes mounts a pod's token.
+const ServiceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// TokenServiceAccount returns the namespace and name of the service
+// account whose token (a JWT with subject
+// system:serviceaccount:<namespace>:<name>) is in file. The signature is
+// not checked: the file is the pod's own.
+func TokenServiceAccount(file string) (namespace, name string, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", err
+	}
+	parts := strings.Split(strings.TrimSpace(string(b)), ".")
+	if len(parts) != 3 {
+		return "", "", fmt.Errorf("%s: not a JWT", file)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", file, err)
+	}
+	var claims struct {
+		Subject string `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return "", "", fmt.Errorf("%s: %w", file, err)
+	}
+	f := strings.Split(claims.Subject, ":")
+	if len(f) != 4 || f[0] != "system" || f[1] != "serviceaccount" {
+		return "", "", fmt.Errorf("%s: subject %q is not a service account", file, claims.Subject)
+	}
+	return f[2], f[3], nil
+}

@@ -1,0 +1,76 @@
+package mtping
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestEnvFromLookup(t *testing.T) {
+	host, _ := os.Hostname()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Env
+		wantErr bool
+	}{
+		{name: "defaults", want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second}},
+		{name: "upstream's deployment", env: map[string]string{"SYSTEM_NAMESPACE": "eventing", "POD_NAME": "adapter-1", "K_SINK_TIMEOUT": "-1", "K_NO_SHUTDOWN_AFTER": ""},
+			want: Env{SystemNamespace: "eventing", PodName: "adapter-1", ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second}},
+		{name: "everything set", env: map[string]string{"POD_NAME": "p", "SERVICE_ACCOUNT_NAME": "sa", "PROBES_PORT": "1", "METRICS_PORT": "2",
+			"LOG_LEVEL": "debug", "K_SINK_TIMEOUT": "30", "DRAIN_TIMEOUT": "5s"},
+			want: Env{SystemNamespace: "knative-eventing", PodName: "p", ServiceAccount: "sa", ProbesPort: 1, MetricsPort: 2, LogLevel: "debug",
+				SinkTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second}},
+		{name: "bad port", env: map[string]string{"PROBES_PORT": "http"}, wantErr: true},
+		{name: "port out of range", env: map[string]string{"METRICS_PORT": "70000"}, wantErr: true},
+		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: true},
+		{name: "bad sink timeout", env: map[string]string{"K_SINK_TIMEOUT": "0"}, wantErr: true},
+		{name: "bad drain timeout", env: map[string]string{"DRAIN_TIMEOUT": "20"}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := EnvFromLookup(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && got != tc.want {
+				t.Errorf("env = %+v\nwant  %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTokenServiceAccount(t *testing.T) {
+	jwt := func(payload string) string {
+		return "e30." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".sig"
+	}
+	tests := []struct {
+		name     string
+		token    string
+		ns, want string
+		wantErr  bool
+	}{
+		{name: "service account", token: jwt(`{"sub":"system:serviceaccount:knative-eventing:pingsource-mt-adapter"}`) + "\n",
+			ns: "knative-eventing", want: "pingsource-mt-adapter"},
+		{name: "a user", token: jwt(`{"sub":"alice"}`), wantErr: true},
+		{name: "not a JWT", token: "secret", wantErr: true},
+		{name: "bad payload", token: "e30.!!.sig", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(file, []byte(tc.token), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ns, name, err := TokenServiceAccount(file)
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if ns != tc.ns || name != tc.want {
+				t.Errorf("account = %s/%s, want %s/%s", ns, name, tc.ns, tc.want)
+			}
+		})
+	}
+}

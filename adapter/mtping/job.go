@@ -1,0 +1,151 @@
+package mtping
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/types"
+
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// parser reads schedules as upstream's adapter does: standard five-field
+// cron, an optional leading seconds field, and descriptors such as @hourly
+// and @every 2s; a CRON_TZ=<zone> prefix carries spec.timezone.
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// errNotServed marks a PingSource the adapter does not fire: not Ready, or
+// no sink yet (upstream's controller sets both).
+var errNotServed = errors.New("not Ready or no status.sinkUri")
+
+// job is everything one PingSource needs to tick, built once per change of
+// the source. Its spec is comparable, so that an update which changes
+// nothing the adapter uses (a status heartbeat, a label) keeps the running
+// schedule and its phase.
+type job struct {
+	key      types.NamespacedName
+	spec     jobSpec
+	schedule cron.Schedule
+	// event is the template every tick clones, then gives a fresh id and
+	// time.
+	event  event.Event
+	target delivery.Target
+	// fire runs one tick; the adapter sets it.
+	fire func()
+}
+
+// jobSpec is what the adapter reads from a PingSource.
+type jobSpec struct {
+	schedule    string // with the CRON_TZ prefix when spec.timezone is set
+	contentType string
+	data        string
+	dataBase64  string
+	extensions  string // spec.ceOverrides.extensions as canonical JSON
+	sink        string
+	caCerts     string
+	audience    string
+	account     string // status.auth.serviceAccountName
+}
+
+// newJob builds the job of src, or returns errNotServed (wrapped) when the
+// adapter must not fire it, or another error when its spec cannot be used.
+func newJob(src *sourcesv1.PingSource) (*job, error) {
+	if !src.Status.IsReady() || src.Status.SinkURI == nil {
+		return nil, errNotServed
+	}
+	spec := jobSpec{
+		schedule:    src.Spec.Schedule,
+		contentType: src.Spec.ContentType,
+		data:        src.Spec.Data,
+		dataBase64:  src.Spec.DataBase64,
+		sink:        src.Status.SinkURI.String(),
+		caCerts:     deref(src.Status.SinkCACerts),
+		audience:    deref(src.Status.SinkAudience),
+	}
+	if src.Spec.Timezone != "" {
+		spec.schedule = "CRON_TZ=" + src.Spec.Timezone + " " + spec.schedule
+	}
+	if src.Status.Auth != nil {
+		spec.account = deref(src.Status.Auth.ServiceAccountName)
+	}
+	var ext map[string]string
+	if o := src.Spec.CloudEventOverrides; o != nil && len(o.Extensions) > 0 {
+		ext = o.Extensions
+		b, err := json.Marshal(ext) // sorted keys
+		if err != nil {
+			return nil, err
+		}
+		spec.extensions = string(b)
+	}
+
+	schedule, err := parser.Parse(spec.schedule)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", spec.schedule, err)
+	}
+	e, err := newEvent(src, spec, ext)
+	if err != nil {
+		return nil, err
+	}
+	return &job{
+		key:      types.NamespacedName{Namespace: src.Namespace, Name: src.Name},
+		spec:     spec,
+		schedule: schedule,
+		event:    e,
+		target: delivery.Target{
+			URL:            src.Status.SinkURI.URL(),
+			CACerts:        spec.caCerts,
+			Audience:       spec.audience,
+			Namespace:      src.Namespace,
+			ServiceAccount: spec.account,
+		},
+	}, nil
+}
+
+// newEvent is the event template of a PingSource, as upstream's adapter
+// makes it: type dev.knative.sources.ping, source
+// /apis/v1/namespaces/<ns>/pingsources/<name>, the ceOverrides extensions,
+// and spec.dataBase64 (decoded) or else spec.data with spec.contentType.
+func newEvent(src *sourcesv1.PingSource, spec jobSpec, ext map[string]string) (event.Event, error) {
+	e := event.New()
+	e.SetType(sourcesv1.PingSourceEventType)
+	e.SetSource(sourcesv1.PingSourceSource(src.Namespace, src.Name))
+	for k, v := range ext {
+		e.SetExtension(k, v)
+	}
+	var data []byte
+	switch {
+	case spec.dataBase64 != "":
+		b, err := base64.StdEncoding.DecodeString(spec.dataBase64)
+		if err != nil {
+			return e, fmt.Errorf("spec.dataBase64: %w", err)
+		}
+		data = b
+	case spec.data != "":
+		data = []byte(spec.data)
+	}
+	if data != nil {
+		if err := e.SetData(spec.contentType, data); err != nil {
+			return e, fmt.Errorf("spec.data with content type %q: %w", spec.contentType, err)
+		}
+	}
+	// Catch what would fail every tick (a bad extension name) once, here.
+	probe := e.Clone()
+	probe.SetID("probe")
+	if err := probe.Validate(); err != nil {
+		return e, fmt.Errorf("event: %w", err)
+	}
+	return e, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,88 @@
+package mtping
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	kle "knative.dev/pkg/leaderelection"
+
+	eventingfake "knative.dev/eventing/pkg/client/clientset/versioned/fake"
+)
+
+// TestRun runs the whole adapter against fake clientsets: it takes the
+// leases, fires, follows a deletion, and on shutdown releases its leases
+// and returns.
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		buckets uint32
+	}{
+		{name: "one bucket", buckets: 1},
+		{name: "three buckets", buckets: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ec := eventingfake.NewSimpleClientset(pingSource("tenant", "a"), pingSource("other", "b"))
+			kc := kubefake.NewClientset()
+			s := &fakeSender{}
+			a, err := New(Params{
+				Sources: ec, Kube: kc, Sender: s, Namespace: "system", Identity: "me", Spread: -1, HandoverWindow: -1,
+				LeaderElection: &kle.Config{Buckets: tc.buckets, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+
+			waitFor(t, "both sources fire", func() bool { return s.sent() >= 4 && a.Ready() })
+			if n := s.lastCount(); n != 2 {
+				t.Errorf("told %d sources, want 2", n)
+			}
+			if err := ec.SourcesV1().PingSources("other").Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the deletion is seen", func() bool { return s.lastCount() == 1 })
+
+			stop()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after its context ended")
+			}
+			if a.Ready() {
+				t.Error("still ready after shutdown")
+			}
+			leases, err := kc.CoordinationV1().Leases("system").List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(leases.Items) != int(tc.buckets) {
+				t.Errorf("%d leases, want %d", len(leases.Items), tc.buckets)
+			}
+			for _, l := range leases.Items {
+				if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+					t.Errorf("lease %s still held by %q after shutdown", l.Name, *h)
+				}
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}

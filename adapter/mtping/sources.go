@@ -1,0 +1,186 @@
+package mtping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"knative.dev/pkg/kmeta"
+	"knative.dev/pkg/reconciler"
+
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"knative.dev/eventing/pkg/client/informers/externalversions"
+)
+
+// watch starts the PingSource informer and returns once it has listed
+// every source (or with an error when ctx ends first). Sends made by the
+// ticks use sendCtx.
+func (a *Adapter) watch(ctx, sendCtx context.Context) error {
+	f := externalversions.NewSharedInformerFactory(a.p.Sources, a.p.Resync)
+	inf := f.Sources().V1().PingSources().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.upsert(sendCtx, obj) },
+		UpdateFunc: func(_, obj any) { a.upsert(sendCtx, obj) },
+		DeleteFunc: a.forget,
+	})
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("listing PingSources: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// upsert records a new or changed PingSource and, when this replica leads
+// its bucket, (re)schedules it.
+func (a *Adapter) upsert(sendCtx context.Context, obj any) {
+	src, ok := obj.(*sourcesv1.PingSource)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: src.Namespace, Name: src.Name}
+	j, err := newJob(src)
+	if err == nil {
+		j.fire = func() { a.fire(sendCtx, j) }
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, errNotServed) {
+			a.p.Logger.Errorw("PingSource cannot be scheduled", zap.Stringer("pingsource", key), zap.Error(err))
+		}
+		delete(a.jobs, key)
+		a.unscheduleLocked(key)
+		return
+	}
+	a.jobs[key] = j
+	if a.leadsLocked(key) {
+		a.scheduleLocked(j)
+	}
+}
+
+// forget stops a deleted PingSource.
+func (a *Adapter) forget(obj any) {
+	acc, err := kmeta.DeletionHandlingAccessor(obj)
+	if err != nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: acc.GetNamespace(), Name: acc.GetName()}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.jobs, key)
+	a.unscheduleLocked(key)
+}
+
+// promote starts a term of leadership of b: its sources start firing.
+func (a *Adapter) promote(b reconciler.Bucket, term context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if term.Err() != nil {
+		return // the term ended before it started here
+	}
+	a.terms[b.Name()] = term
+	n := 0
+	for key, j := range a.jobs {
+		if b.Has(key) {
+			a.scheduleLocked(j)
+			n++
+		}
+	}
+	a.p.Logger.Infow("Leading a bucket", zap.String("lease", b.Name()), zap.Int("sources", n))
+}
+
+// demote ends a term of leadership of b: its sources stop firing.
+func (a *Adapter) demote(b reconciler.Bucket, term context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.terms[b.Name()] != term {
+		return // a later term has begun, or this one never did
+	}
+	delete(a.terms, b.Name())
+	for key := range a.entries {
+		if b.Has(key) {
+			a.unscheduleLocked(key)
+		}
+	}
+	a.p.Logger.Infow("No longer leading a bucket", zap.String("lease", b.Name()))
+}
+
+// leadsLocked reports whether this replica leads the bucket of key.
+func (a *Adapter) leadsLocked(key types.NamespacedName) bool {
+	for _, b := range a.buckets {
+		if b.Has(key) {
+			term := a.terms[b.Name()]
+			return term != nil && term.Err() == nil
+		}
+	}
+	return false
+}
+
+// scheduleLocked puts j on the cron, replacing an older version of the
+// same source unless nothing the adapter uses changed (then the schedule
+// keeps its phase).
+func (a *Adapter) scheduleLocked(j *job) {
+	if e, ok := a.entries[j.key]; ok {
+		if e.job.spec == j.spec {
+			return
+		}
+		a.cron.Remove(e.id)
+	}
+	id := a.cron.Schedule(j.schedule, cron.FuncJob(j.fire))
+	a.entries[j.key] = entry{id: id, job: j}
+	a.p.Sender.SetDirectSources(len(a.entries))
+}
+
+// unscheduleLocked takes key's job off the cron.
+func (a *Adapter) unscheduleLocked(key types.NamespacedName) {
+	e, ok := a.entries[key]
+	if !ok {
+		return
+	}
+	a.cron.Remove(e.id)
+	delete(a.entries, key)
+	a.p.Sender.SetDirectSources(len(a.entries))
+}
+
+// fire is one tick of j: a fresh event (new id, time now) sent to its
+// sink, unless j was replaced, its bucket lost or the adapter is stopping
+// since the cron chose to run it.
+func (a *Adapter) fire(ctx context.Context, j *job) {
+	due := time.Now().Truncate(time.Second) // the cron ticks on whole seconds
+	a.mu.Lock()
+	e, ok := a.entries[j.key]
+	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) {
+		a.mu.Unlock()
+		return
+	}
+	a.sends.Add(1)
+	a.mu.Unlock()
+	defer a.sends.Done()
+	a.inflight.Add(1)
+	defer a.inflight.Add(-1)
+
+	if a.p.Spread > 0 {
+		t := time.NewTimer(time.Duration(a.p.Rand(int64(a.p.Spread))))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	ev := j.event.Clone()
+	ev.SetID(uuid.NewString())
+	ev.SetTime(a.p.Now())
+	a.metrics.late(ctx, time.Since(due))
+	// The sender logs what it could not deliver.
+	_, _ = a.p.Sender.Send(ctx, j.target, ev)
+}

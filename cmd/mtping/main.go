@@ -1,0 +1,152 @@
+// Command mtping is the multi-tenant PingSource adapter that sends through
+// the event-forwarding proxy: a drop-in for the image of upstream's
+// pingsource-mt-adapter Deployment (docs/mtping.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/logging"
+
+	"knative.dev/eventing/pkg/client/clientset/versioned"
+
+	"knative.dev/event-forwarding-proxy/adapter/mtping"
+	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/delivery/kube"
+	"knative.dev/event-forwarding-proxy/proxy"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file, used outside a pod (if unset, $KUBECONFIG)")
+	flag.Parse()
+	env, err := mtping.EnvFromLookup(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: invalid configuration:", err)
+		return 2
+	}
+	logger, _ := logging.NewLogger("", env.LogLevel)
+	defer func() { _ = logger.Sync() }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		logger.Errorw("No Kubernetes API server configuration", zap.Error(err))
+		return 1
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		logger.Errorw("Kubernetes client", zap.Error(err))
+		return 1
+	}
+	ec, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		logger.Errorw("Eventing client", zap.Error(err))
+		return 1
+	}
+	reg := prometheus.NewRegistry()
+	mp, err := proxy.NewPrometheusMeterProvider(reg)
+	if err != nil {
+		logger.Errorw("Cannot set up metrics", zap.Error(err))
+		return 1
+	}
+
+	sp := delivery.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout}
+	if id := identity(env); !id.IsZero() {
+		sp.Tokens, sp.ProxyIdentity = kube.NewTokenRequester(kc), id
+		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))
+	} else {
+		logger.Info("OIDC tokens off: no service account of the adapter's own (SERVICE_ACCOUNT_NAME)")
+	}
+	sender := delivery.NewSender(sp)
+	if err := kube.WatchForwarding(ctx, kc, env.SystemNamespace, sender, logger); err != nil {
+		logger.Errorw("Cannot watch the forwarding configuration", zap.Error(err))
+		return 1
+	}
+	a, err := mtping.New(mtping.Params{
+		Sources: ec, Kube: kc, Sender: sender, Namespace: env.SystemNamespace, Identity: env.PodName,
+		DrainTimeout: env.DrainTimeout, Logger: logger, MeterProvider: mp,
+	})
+	if err != nil {
+		logger.Errorw("Cannot create the adapter", zap.Error(err))
+		return 1
+	}
+
+	servers := []*http.Server{
+		{Addr: ":" + strconv.Itoa(env.ProbesPort), Handler: a.ProbeHandler(), ReadHeaderTimeout: 10 * time.Second},
+		proxy.NewMetricsServer(env.MetricsPort, reg),
+	}
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.Addr)
+		if err != nil {
+			logger.Errorw("Cannot listen", zap.String("addr", s.Addr), zap.Error(err))
+			return 1
+		}
+		go func() { _ = s.Serve(ln) }()
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
+
+	if err := a.Run(ctx); err != nil {
+		logger.Errorw("Adapter stopped", zap.Error(err))
+		return 1
+	}
+	logger.Info("Stopped")
+	return 0
+}
+
+// restConfig is --kubeconfig when given; in a pod, the in-cluster
+// configuration; elsewhere $KUBECONFIG (or ~/.kube/config).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	cfg, err := rest.InClusterConfig()
+	if err == nil {
+		return cfg, nil
+	}
+	if !errors.Is(err, rest.ErrNotInCluster) {
+		return nil, err
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// identity is the adapter's own service account: SERVICE_ACCOUNT_NAME in
+// the system namespace, or in a pod the account of its mounted token.
+func identity(env mtping.Env) delivery.ServiceAccount {
+	if env.ServiceAccount != "" {
+		return delivery.ServiceAccount{Namespace: env.SystemNamespace, Name: env.ServiceAccount}
+	}
+	ns, name, err := mtping.TokenServiceAccount(mtping.ServiceAccountToken)
+	if err != nil {
+		return delivery.ServiceAccount{}
+	}
+	return delivery.ServiceAccount{Namespace: ns, Name: name}
+}

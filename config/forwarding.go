@@ -1,0 +1,101 @@
+package config
+
+import (
+	"fmt"
+	neturl "net/url"
+	"strings"
+)
+
+// The eventing ConfigMap that tells multi-tenant sources how to use the
+// proxy (DESIGN.md, "Eventing side"). These names are a contract.
+const (
+	// ForwardingConfigName is the ConfigMap's name, in the system namespace.
+	ForwardingConfigName = "config-event-forwarding"
+	// ForwardingProxyKey holds the proxy's URL; empty or absent means off.
+	ForwardingProxyKey = "event-forwarding-proxy"
+	// ForwardingThresholdKey holds the number of direct sources an adapter
+	// serves before it forwards through the proxy; "0" means always.
+	ForwardingThresholdKey = "event-forwarding-threshold"
+
+	// DefaultForwardingThreshold applies when the threshold key is absent
+	// or empty.
+	DefaultForwardingThreshold = 500
+
+	// DefaultSystemNamespace holds the ConfigMap when SYSTEM_NAMESPACE is
+	// unset.
+	DefaultSystemNamespace = "knative-eventing"
+)
+
+// Forwarding is the content of config-event-forwarding. The zero value is
+// "off": every source sends straight to its sink.
+type Forwarding struct {
+	// ProxyURL is the absolute http(s) URL of the proxy Knative Service.
+	// If nil, forwarding is off.
+	ProxyURL *neturl.URL
+	// Threshold is the number of direct sources an adapter may serve before
+	// it forwards through the proxy; 0 means always forward (when ProxyURL
+	// is set). NewForwardingFromMap defaults it to 500.
+	Threshold int
+}
+
+// Enabled reports whether a proxy is configured.
+func (f Forwarding) Enabled() bool { return f.ProxyURL != nil }
+
+// String describes f for logs.
+func (f Forwarding) String() string {
+	if f.ProxyURL == nil {
+		return "off"
+	}
+	return fmt.Sprintf("proxy %s above %d direct sources", f.ProxyURL.Redacted(), f.Threshold)
+}
+
+// NewForwardingFromMap parses the data of config-event-forwarding. An
+// absent ConfigMap reads as an empty map: forwarding off, threshold 500. An
+// invalid value is an error naming its key; the caller keeps its last good
+// configuration.
+func NewForwardingFromMap(data map[string]string) (*Forwarding, error) {
+	r := reader{lookup: func(k string) (string, bool) {
+		v, ok := data[k]
+		return v, ok
+	}}
+	f := &Forwarding{Threshold: r.nonNegativeInt(ForwardingThresholdKey, DefaultForwardingThreshold)}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if v, ok := r.get(ForwardingProxyKey); ok {
+		u, err := parseProxyURL(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", ForwardingProxyKey, v, err)
+		}
+		f.ProxyURL = u
+	}
+	return f, nil
+}
+
+// parseProxyURL accepts an absolute http or https URL with a host and no
+// user information, query or fragment.
+func parseProxyURL(v string) (*neturl.URL, error) {
+	u, err := neturl.Parse(v)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("not a URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("want an absolute http or https URL such as http://event-forwarding-proxy.knative-eventing.svc.cluster.local")
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("the URL has no host")
+	case u.User != nil:
+		return nil, fmt.Errorf("the URL must not carry user information")
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(v, "?"):
+		return nil, fmt.Errorf("the URL must not carry a query or a fragment")
+	}
+	return u, nil
+}
+
+// SystemNamespace returns SYSTEM_NAMESPACE as lookup (os.LookupEnv in a
+// process) gives it, or knative-eventing when it is unset or empty.
+func SystemNamespace(lookup func(string) (string, bool)) string {
+	if v, ok := lookup("SYSTEM_NAMESPACE"); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return DefaultSystemNamespace
+}

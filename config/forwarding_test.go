@@ -1,0 +1,100 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNewForwardingFromMap(t *testing.T) {
+	tests := []struct {
+		name      string
+		data      map[string]string
+		wantURL   string // "" for off
+		threshold int
+		wantErr   string // a part of the error; "" for none
+	}{
+		{name: "absent ConfigMap: off, default threshold", data: nil, threshold: 500},
+		{name: "empty values: off, default threshold", data: map[string]string{ForwardingProxyKey: "", ForwardingThresholdKey: " "}, threshold: 500},
+		{name: "proxy set, default threshold",
+			data:    map[string]string{ForwardingProxyKey: "http://event-forwarding-proxy.knative-eventing.svc.cluster.local"},
+			wantURL: "http://event-forwarding-proxy.knative-eventing.svc.cluster.local", threshold: 500},
+		{name: "https proxy with a path and spaces around",
+			data:    map[string]string{ForwardingProxyKey: "  https://proxy.example:8443/forward ", ForwardingThresholdKey: "20"},
+			wantURL: "https://proxy.example:8443/forward", threshold: 20},
+		{name: "threshold 0 means always", data: map[string]string{ForwardingProxyKey: "http://p", ForwardingThresholdKey: "0"}, wantURL: "http://p", threshold: 0},
+		{name: "threshold without proxy is kept", data: map[string]string{ForwardingThresholdKey: "7"}, threshold: 7},
+		{name: "negative threshold", data: map[string]string{ForwardingThresholdKey: "-1"}, wantErr: `event-forwarding-threshold="-1": want an integer >= 0`},
+		{name: "threshold not a number", data: map[string]string{ForwardingThresholdKey: "five hundred"}, wantErr: `event-forwarding-threshold="five hundred"`},
+		{name: "threshold with a fraction", data: map[string]string{ForwardingThresholdKey: "1.5"}, wantErr: "event-forwarding-threshold"},
+		{name: "threshold out of range", data: map[string]string{ForwardingThresholdKey: "99999999999999999999"}, wantErr: "event-forwarding-threshold"},
+		{name: "relative proxy URL", data: map[string]string{ForwardingProxyKey: "event-forwarding-proxy"}, wantErr: `event-forwarding-proxy="event-forwarding-proxy": want an absolute http or https URL`},
+		{name: "proxy URL of another scheme", data: map[string]string{ForwardingProxyKey: "ftp://p"}, wantErr: "event-forwarding-proxy"},
+		{name: "proxy URL without host", data: map[string]string{ForwardingProxyKey: "http:///x"}, wantErr: "no host"},
+		{name: "proxy URL with userinfo", data: map[string]string{ForwardingProxyKey: "http://u:p@p"}, wantErr: "user information"},
+		{name: "proxy URL with a query", data: map[string]string{ForwardingProxyKey: "http://p/?a=b"}, wantErr: "query"},
+		{name: "proxy URL unparsable", data: map[string]string{ForwardingProxyKey: "http://[::1"}, wantErr: "event-forwarding-proxy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewForwardingFromMap(tc.data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if f.ProxyURL != nil {
+				got = f.ProxyURL.String()
+			}
+			if got != tc.wantURL || f.Enabled() != (tc.wantURL != "") || f.Threshold != tc.threshold {
+				t.Errorf("got URL %q (enabled %v), threshold %d; want %q, %d", got, f.Enabled(), f.Threshold, tc.wantURL, tc.threshold)
+			}
+		})
+	}
+}
+
+func TestForwardingString(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string]string
+		want string
+	}{
+		{name: "off", want: "off"},
+		{name: "on", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3"}, want: "proxy http://p.ns.svc above 3 direct sources"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewForwardingFromMap(tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.String(); got != tc.want {
+				t.Errorf("String() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSystemNamespace(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{name: "unset", want: "knative-eventing"},
+		{name: "empty", env: map[string]string{"SYSTEM_NAMESPACE": " "}, want: "knative-eventing"},
+		{name: "set", env: map[string]string{"SYSTEM_NAMESPACE": "my-eventing"}, want: "my-eventing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SystemNamespace(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if got != tc.want {
+				t.Errorf("SystemNamespace() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,112 @@
+package delivery
+
+import (
+	"net/url"
+	"testing"
+
+	"knative.dev/event-forwarding-proxy/config"
+)
+
+func TestRouterHysteresis(t *testing.T) {
+	proxyURL, _ := url.Parse("http://proxy.knative-eventing.svc.cluster.local")
+	on := func(threshold int) config.Forwarding {
+		return config.Forwarding{ProxyURL: proxyURL, Threshold: threshold}
+	}
+	// A step either sets the config or the number of sources, then checks
+	// the route.
+	type step struct {
+		cfg     *config.Forwarding
+		sources int
+		want    Route
+	}
+	cfg := func(c config.Forwarding) *config.Forwarding { return &c }
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "zero value is direct", steps: []step{{sources: 100000, want: RouteDirect}}},
+		{name: "no proxy URL never forwards", steps: []step{
+			{cfg: cfg(config.Forwarding{Threshold: 0}), want: RouteDirect},
+			{sources: 1 << 30, want: RouteDirect},
+		}},
+		{name: "threshold 0 always forwards", steps: []step{
+			{cfg: cfg(on(0)), want: RouteProxy},
+			{sources: 0, want: RouteProxy},
+		}},
+		{name: "up above the threshold, down only below 90 % of it", steps: []step{
+			{cfg: cfg(on(500)), want: RouteDirect},
+			{sources: 500, want: RouteDirect}, // not above
+			{sources: 501, want: RouteProxy},
+			{sources: 500, want: RouteProxy}, // inside the band
+			{sources: 450, want: RouteProxy}, // 90 % exactly: still inside
+			{sources: 449, want: RouteDirect},
+			{sources: 480, want: RouteDirect}, // inside the band from below
+			{sources: 501, want: RouteProxy},
+		}},
+		{name: "small threshold", steps: []step{
+			{cfg: cfg(on(1)), want: RouteDirect},
+			{sources: 1, want: RouteDirect},
+			{sources: 2, want: RouteProxy},
+			{sources: 1, want: RouteProxy}, // 1 is not below 0.9
+			{sources: 0, want: RouteDirect},
+		}},
+		{name: "turning the proxy off then on starts direct", steps: []step{
+			{cfg: cfg(on(10)), want: RouteDirect},
+			{sources: 11, want: RouteProxy},
+			{cfg: cfg(config.Forwarding{Threshold: 10}), want: RouteDirect},
+			{sources: 10, want: RouteDirect},
+			{cfg: cfg(on(10)), want: RouteDirect}, // 10 is in the band: stays direct
+			{sources: 11, want: RouteProxy},
+		}},
+		{name: "lowering the threshold below the count forwards at once", steps: []step{
+			{cfg: cfg(on(500)), want: RouteDirect},
+			{sources: 300, want: RouteDirect},
+			{cfg: cfg(on(200)), want: RouteProxy},
+			{cfg: cfg(on(320)), want: RouteProxy}, // 300 is inside [288, 320]
+			{cfg: cfg(on(400)), want: RouteDirect},
+		}},
+		{name: "negative counts read as zero", steps: []step{
+			{cfg: cfg(on(5)), want: RouteDirect},
+			{sources: 6, want: RouteProxy},
+			{sources: -3, want: RouteDirect},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Router
+			for i, s := range tc.steps {
+				if s.cfg != nil {
+					r.SetConfig(*s.cfg)
+				} else {
+					r.SetDirectSources(s.sources)
+				}
+				got, u := r.Decide()
+				if got != s.want {
+					_, n, _ := r.State()
+					t.Fatalf("step %d (%d sources): route %s, want %s", i, n, got, s.want)
+				}
+				if (got == RouteProxy) != (u != nil) {
+					t.Fatalf("step %d: route %s with URL %v", i, got, u)
+				}
+			}
+		})
+	}
+}
+
+func TestRouteString(t *testing.T) {
+	tests := []struct {
+		name  string
+		route Route
+		want  string
+	}{
+		{name: "direct", route: RouteDirect, want: "direct"},
+		{name: "proxy", route: RouteProxy, want: "proxy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.route.String(); got != tc.want {
+				t.Errorf("String() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

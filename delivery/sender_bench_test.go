@@ -1,0 +1,44 @@
+package delivery
+
+import (
+	"context"
+	"net/http"
+	"testing"
+)
+
+// BenchmarkSend is the sender's own cost per event on loopback: encoding,
+// headers, the round trip through the shared pools, with a sink (or a
+// stand-in proxy answering 202) that answers at once.
+func BenchmarkSend(b *testing.B) {
+	tests := []struct {
+		name    string
+		h1Only  bool
+		forward bool
+	}{
+		{name: "direct-http1", h1Only: true},
+		{name: "direct-h2c"},
+		{name: "proxy-async", forward: true},
+	}
+	for _, tc := range tests {
+		b.Run(tc.name, func(b *testing.B) {
+			sink := newServerProto(b, tc.h1Only, nil)
+			proxy := newServer(b, func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusAccepted) })
+			s := NewSender(SenderParams{})
+			if tc.forward {
+				s.SetForwarding(forwardingTo(b, proxy))
+			}
+			target := Target{URL: sink.url(b), Namespace: "tenant"}
+			e := testEvent("e")
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Send(context.Background(), target, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

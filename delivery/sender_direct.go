@@ -1,0 +1,146 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// answer is what one attempt got back.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte // kept only when asked for
+}
+
+// retryableStatus reports whether upstream's CloudEvents HTTP protocol
+// retries an answer with status c: 404 (a revision not yet routable), 413,
+// 425, 429, 502, 503 and 504. Any other non-2xx status is final.
+func retryableStatus(c int) bool {
+	switch c {
+	case http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusTooEarly,
+		http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func isSuccess(c int) bool { return c >= 200 && c < 300 }
+
+// direct sends m straight to t's sink through the shared pools, retrying
+// network errors and retryable answers.
+func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) error {
+	rt, err := s.pools.forSink(ctx, t.URL, t.CACerts)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUndelivered, err)
+	}
+	sink := t.URL.String()
+	var last http.Header
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !s.retryWait(ctx, RouteDirect, attempt, last) {
+			return ctx.Err()
+		}
+		res.Attempts++
+		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, t.Sync, func(h http.Header) error {
+			return s.setSinkHeaders(ctx, h, t)
+		})
+		isToken, _ := asTokenError(err)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case isToken:
+			return fmt.Errorf("%w: %w", ErrUndelivered, err)
+		case err != nil:
+			if attempt >= s.p.Retries {
+				return fmt.Errorf("%w: %s after %d attempts: %w", ErrUndelivered, t.URL.Redacted(), res.Attempts, err)
+			}
+			last = nil
+			continue
+		}
+		res.StatusCode = a.status
+		if t.Sync {
+			res.Header, res.Body = a.header, a.body
+		}
+		if isSuccess(a.status) {
+			return nil
+		}
+		if !retryableStatus(a.status) || attempt >= s.p.Retries {
+			return fmt.Errorf("%w: %s answered %d after %d attempts", ErrUndelivered, t.URL.Redacted(), a.status, res.Attempts)
+		}
+		last = a.header
+	}
+}
+
+// setSinkHeaders adds what the sink gets besides the event: Kn-Namespace
+// and, with OIDC, the source's token for the sink's audience.
+func (s *Sender) setSinkHeaders(ctx context.Context, h http.Header, t Target) error {
+	if t.Namespace != "" {
+		h.Set(HeaderNamespace, t.Namespace)
+	}
+	if s.tokens == nil || t.Audience == "" || t.ServiceAccount == "" {
+		return nil
+	}
+	tok, err := s.tokens.Token(ctx, ServiceAccount{Namespace: t.Namespace, Name: t.ServiceAccount}, t.Audience)
+	if err != nil {
+		return tokenError{err: fmt.Errorf("token of %s/%s for the sink: %w", t.Namespace, t.ServiceAccount, err)}
+	}
+	h.Set("Authorization", "Bearer "+tok.Value)
+	return nil
+}
+
+// tokenError marks a failure to get a token, before anything was sent;
+// proxy when the token was the proxy's.
+type tokenError struct {
+	err   error
+	proxy bool
+}
+
+func (e tokenError) Error() string { return e.err.Error() }
+func (e tokenError) Unwrap() error { return e.err }
+
+// asTokenError reports whether err is a tokenError, and whether the token
+// was the proxy's.
+func asTokenError(err error) (isToken, forProxy bool) {
+	var te tokenError
+	if errors.As(err, &te) {
+		return true, te.proxy
+	}
+	return false, false
+}
+
+// call makes one attempt: a POST of m to u through rt within timeout, with
+// the headers setHeaders adds. It reads the answer's body, keeping at most
+// MaxReplyBytes of it when keep is set, and discarding it otherwise so that
+// the connection goes back to its pool.
+func (s *Sender) call(ctx context.Context, rt http.RoundTripper, u string, timeout time.Duration, m *encoded,
+	keep bool, setHeaders func(http.Header) error) (answer, error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := m.request(actx, u)
+	if err != nil {
+		return answer{}, err
+	}
+	if err := setHeaders(req.Header); err != nil {
+		return answer{}, err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	a := answer{status: resp.StatusCode, header: resp.Header}
+	if keep {
+		a.body, err = io.ReadAll(io.LimitReader(resp.Body, s.p.MaxReplyBytes))
+		if err != nil && actx.Err() == nil {
+			// The answer's status counts; a cut body only loses the reply.
+			s.p.Logger.Debugw("Reading the answer's body", "error", err)
+		}
+	} else {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	}
+	return a, nil
+}

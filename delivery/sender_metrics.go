@@ -1,0 +1,115 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// MeterName names the sender's meter.
+const MeterName = "knative.dev/event-forwarding-proxy/delivery"
+
+// Metric names of the sender. The OTel Prometheus exporter appends _total
+// to counters and _seconds to histograms in seconds, so the exported names
+// are kn_forward_sender_sends_total{route,outcome},
+// kn_forward_sender_fallbacks_total{reason},
+// kn_forward_sender_retries_total{route},
+// kn_forward_sender_handoff_duration_seconds{route},
+// kn_forward_sender_direct_sources and kn_forward_sender_forwarding.
+const (
+	metricSenderSends     = "kn_forward_sender_sends"
+	metricSenderFallbacks = "kn_forward_sender_fallbacks"
+	metricSenderRetries   = "kn_forward_sender_retries"
+	metricSenderHandoff   = "kn_forward_sender_handoff_duration"
+	metricSenderSources   = "kn_forward_sender_direct_sources"
+	metricSenderProxying  = "kn_forward_sender_forwarding"
+)
+
+// handoffBuckets span a hand-off to the proxy (milliseconds) and a direct
+// call held by a slow sink (minutes).
+var handoffBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// senderMetrics holds the instruments, built once, and their precomputed
+// attribute sets.
+type senderMetrics struct {
+	sends     metric.Int64Counter
+	fallbacks metric.Int64Counter
+	retries   metric.Int64Counter
+	handoff   metric.Float64Histogram
+
+	sendAttrs     [2][2]metric.AddOption // [route][delivered]
+	routeAdd      [2]metric.AddOption
+	routeRecord   [2]metric.RecordOption
+	fallbackAttrs [numFallbackReasons]metric.AddOption
+}
+
+func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter(MeterName)
+	ms := &senderMetrics{}
+	var errs []error
+	check := func(err error) { errs = append(errs, err) }
+	var err error
+	ms.sends, err = m.Int64Counter(metricSenderSends, metric.WithDescription("Events sent, by route (direct, proxy) and outcome (delivered, failed)"))
+	check(err)
+	ms.fallbacks, err = m.Int64Counter(metricSenderFallbacks, metric.WithDescription("Events meant for the proxy that went direct, by reason"))
+	check(err)
+	ms.retries, err = m.Int64Counter(metricSenderRetries, metric.WithDescription("Attempts after the first, by route"))
+	check(err)
+	ms.handoff, err = m.Float64Histogram(metricSenderHandoff, metric.WithUnit("s"),
+		metric.WithDescription("Time from a send's start until the adapter is free: the sink's answer direct, the proxy's 202 when handed off"),
+		metric.WithExplicitBucketBoundaries(handoffBuckets...))
+	check(err)
+	sources, err := m.Int64ObservableGauge(metricSenderSources, metric.WithDescription("Direct sources the adapter reported serving"))
+	check(err)
+	proxying, err := m.Int64ObservableGauge(metricSenderProxying, metric.WithDescription("1 while sends are routed through the proxy, 0 while direct"))
+	check(err)
+	if err = errors.Join(errs...); err == nil {
+		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			_, n, route := r.State()
+			o.ObserveInt64(sources, int64(n))
+			o.ObserveInt64(proxying, int64(route))
+			return nil
+		}, sources, proxying)
+	}
+	if err != nil {
+		// Only a misbehaving provider fails here: fall back to no metrics
+		// rather than to no delivery.
+		return newSenderMetrics(noop.NewMeterProvider(), r)
+	}
+	for _, route := range []Route{RouteDirect, RouteProxy} {
+		ra := attribute.String("route", route.String())
+		ms.routeAdd[route] = metric.WithAttributeSet(attribute.NewSet(ra))
+		ms.routeRecord[route] = metric.WithAttributeSet(attribute.NewSet(ra))
+		ms.sendAttrs[route][0] = metric.WithAttributeSet(attribute.NewSet(ra, attribute.String("outcome", "failed")))
+		ms.sendAttrs[route][1] = metric.WithAttributeSet(attribute.NewSet(ra, attribute.String("outcome", "delivered")))
+	}
+	for r := fallbackUnreachable; r < numFallbackReasons; r++ {
+		ms.fallbackAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))
+	}
+	return ms
+}
+
+// sent counts a finished send and its hand-off time.
+func (m *senderMetrics) sent(ctx context.Context, route Route, delivered bool, took time.Duration) {
+	i := 0
+	if delivered {
+		i = 1
+	}
+	m.sends.Add(ctx, 1, m.sendAttrs[route][i])
+	m.handoff.Record(ctx, took.Seconds(), m.routeRecord[route])
+}
+
+func (m *senderMetrics) fallback(ctx context.Context, r fallbackReason) {
+	m.fallbacks.Add(ctx, 1, m.fallbackAttrs[r])
+}
+
+func (m *senderMetrics) retried(ctx context.Context, route Route) {
+	m.retries.Add(ctx, 1, m.routeAdd[route])
+}

@@ -1,0 +1,164 @@
+package delivery
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// maxCABundles bounds the pools kept for sinks with their own CA
+// certificates; past it they are all dropped (and their idle connections
+// closed) and rebuilt on demand.
+const maxCABundles = 256
+
+// pools are the Sender's connection pools, shared by every source and
+// every tick: one pair of transports (HTTP/1.1 and h2c) for sinks the
+// system roots verify and for the proxy, plus one per distinct CA bundle.
+type pools struct {
+	params TransportParams
+	tp     trace.TracerProvider
+	base   *Transports
+	rt1    http.RoundTripper // base.HTTP1, traced
+	rt2c   http.RoundTripper // base.H2C, traced
+
+	mu     sync.Mutex
+	byCA   map[[32]byte]http.RoundTripper
+	caTr   []*Transports
+	probes map[string]*probe
+}
+
+// probe is one h2c probe of a sink under way; done closes when it ends.
+type probe struct {
+	done chan struct{}
+	h2c  bool
+}
+
+func newPools(p TransportParams, tp trace.TracerProvider) *pools {
+	base := NewTransports(p)
+	return &pools{
+		params: p, tp: tp, base: base,
+		rt1:    TraceTransport(base.HTTP1, tp, nil),
+		rt2c:   TraceTransport(base.H2C, tp, nil),
+		byCA:   map[[32]byte]http.RoundTripper{},
+		probes: map[string]*probe{},
+	}
+}
+
+// forProxy returns the round tripper to the proxy: h2c for http (many
+// streams, few connections), HTTP/1.1 or h2 over TLS for https.
+func (p *pools) forProxy(u *url.URL) http.RoundTripper {
+	if u.Scheme == "http" {
+		return p.rt2c
+	}
+	return p.rt1
+}
+
+// forSink returns the round tripper to a sink: for https, one that trusts
+// caCerts on top of the system roots; for http, h2c when the sink speaks
+// it (probed once per sink and remembered) and HTTP/1.1 otherwise.
+func (p *pools) forSink(ctx context.Context, u *url.URL, caCerts string) (http.RoundTripper, error) {
+	if u.Scheme == "https" {
+		if caCerts == "" {
+			return p.rt1, nil
+		}
+		return p.withCA(caCerts)
+	}
+	if p.speaksH2C(ctx, hostPort(u)) {
+		return p.rt2c, nil
+	}
+	return p.rt1, nil
+}
+
+// speaksH2C asks the prober once per sink even when a tick sends to it
+// from thousands of goroutines at once.
+func (p *pools) speaksH2C(ctx context.Context, addr string) bool {
+	p.mu.Lock()
+	pr, ok := p.probes[addr]
+	if !ok {
+		pr = &probe{done: make(chan struct{})}
+		p.probes[addr] = pr
+	}
+	p.mu.Unlock()
+	if ok {
+		select {
+		case <-pr.done:
+			return pr.h2c
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// The prober caches its answers: this entry lives only while it asks.
+	pr.h2c = p.base.Prober.Supports(ctx, addr)
+	p.mu.Lock()
+	delete(p.probes, addr)
+	p.mu.Unlock()
+	close(pr.done)
+	return pr.h2c
+}
+
+// withCA returns the transport trusting a PEM bundle, built once per
+// bundle.
+func (p *pools) withCA(caCerts string) (http.RoundTripper, error) {
+	key := sha256.Sum256([]byte(caCerts))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rt, ok := p.byCA[key]; ok {
+		return rt, nil
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM([]byte(caCerts)) {
+		return nil, errors.New("the sink's CA certificates hold no PEM certificate")
+	}
+	if len(p.byCA) >= maxCABundles {
+		for _, t := range p.caTr {
+			t.CloseIdleConnections()
+		}
+		clear(p.byCA)
+		p.caTr = nil
+	}
+	params := p.params
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if params.TLSConfig != nil {
+		tlsConfig = params.TLSConfig.Clone()
+	}
+	tlsConfig.RootCAs = roots
+	params.TLSConfig = tlsConfig
+	t := NewTransports(params)
+	rt := TraceTransport(t.HTTP1, p.tp, nil)
+	p.byCA[key] = rt
+	p.caTr = append(p.caTr, t)
+	return rt, nil
+}
+
+// closeIdle closes the idle connections of every transport.
+func (p *pools) closeIdle() {
+	p.base.CloseIdleConnections()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.caTr {
+		t.CloseIdleConnections()
+	}
+}
+
+// hostPort returns u's host with its port, the scheme's default if absent.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}

@@ -1,0 +1,191 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"go.uber.org/zap"
+)
+
+// fallbackReason says why an event meant for the proxy went direct; the
+// reason label of kn_forward_sender_fallbacks_total.
+type fallbackReason uint8
+
+const (
+	fallbackNone fallbackReason = iota
+	// fallbackUnreachable: no answer from the proxy (connect, reset,
+	// hand-off deadline).
+	fallbackUnreachable
+	// fallbackProxyDown: the proxy was unreachable moments ago.
+	fallbackProxyDown
+	// fallbackBusy: the proxy was still busy (429, 503) after every retry.
+	fallbackBusy
+	// fallbackRefused: the proxy refused the event (400, 401, 403, 413...),
+	// which the sink itself may well accept.
+	fallbackRefused
+	// fallbackToken: no token for the proxy could be had.
+	fallbackToken
+	numFallbackReasons
+)
+
+var fallbackNames = [numFallbackReasons]string{"none", "unreachable", "proxy_down", "busy", "refused", "token"}
+
+func (r fallbackReason) String() string { return fallbackNames[r] }
+
+// proxyVerdict is what an answer from the proxy means for the send.
+type proxyVerdict uint8
+
+const (
+	// proxyDelivered: 2xx, the hand-off's 202 or the sink's own success.
+	proxyDelivered proxyVerdict = iota
+	// proxyBusy: the proxy (or the gateway before it) is busy: retry, then
+	// fall back.
+	proxyBusy
+	// proxySinkRetryable: a synchronous call whose sink failed in a way
+	// worth retrying: retry through the proxy, then give up (going direct
+	// would meet the same sink).
+	proxySinkRetryable
+	// proxySinkFinal: a synchronous call whose sink gave a final answer.
+	proxySinkFinal
+	// proxyRefused: the proxy will not carry this event: go direct.
+	proxyRefused
+)
+
+// judgeProxyAnswer reads an answer from the proxy. Answers the proxy made
+// itself carry Kn-Forward-Error with a reason; any other answer to a
+// synchronous call is the sink's.
+func judgeProxyAnswer(status int, h http.Header, sync bool) proxyVerdict {
+	if isSuccess(status) {
+		return proxyDelivered
+	}
+	switch h.Get(HeaderForwardError) {
+	case "":
+		switch {
+		case sync && retryableStatus(status):
+			return proxySinkRetryable
+		case sync:
+			return proxySinkFinal
+		case status == http.StatusTooManyRequests || status == http.StatusBadGateway ||
+			status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+			return proxyBusy // a gateway before the proxy: Knative's activator
+		default:
+			return proxyRefused
+		}
+	case "unreachable", "timeout":
+		return proxySinkRetryable
+	case "overloaded", "destination_busy", "draining", "tenant_limited":
+		return proxyBusy
+	default:
+		return proxyRefused
+	}
+}
+
+// viaProxy hands m to the proxy for t's sink. It returns fallbackNone when
+// the send is settled (delivered, or failed for a reason going direct
+// would not cure), and otherwise why the event must go direct.
+func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *encoded, res *Result) (fallbackReason, error) {
+	rt := s.pools.forProxy(proxyURL)
+	timeout := s.p.HandoffTimeout
+	if t.Sync {
+		timeout += s.p.Timeout
+	}
+	var last http.Header
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !s.retryWait(ctx, RouteProxy, attempt, last) {
+			return fallbackNone, ctx.Err()
+		}
+		res.Attempts++
+		a, err := s.call(ctx, rt, proxyURL.String(), timeout, m, t.Sync, func(h http.Header) error {
+			return s.setProxyHeaders(ctx, h, t)
+		})
+		isToken, proxyToken := asTokenError(err)
+		switch {
+		case ctx.Err() != nil:
+			return fallbackNone, ctx.Err()
+		case proxyToken:
+			if s.shouldLogRefusal() {
+				s.p.Logger.Warnw("No token for the event-forwarding proxy: sending directly", zap.Error(err))
+			}
+			return fallbackToken, nil
+		case isToken:
+			return fallbackNone, fmt.Errorf("%w: %w", ErrUndelivered, err)
+		case err != nil:
+			s.markProxyDown(proxyURL, err)
+			return fallbackUnreachable, nil
+		}
+		res.StatusCode = a.status
+		if t.Sync {
+			res.Header, res.Body = a.header, a.body
+		}
+		verdict := judgeProxyAnswer(a.status, a.header, t.Sync)
+		switch {
+		case verdict == proxyDelivered:
+			return fallbackNone, nil
+		case verdict == proxyRefused:
+			if s.shouldLogRefusal() {
+				s.p.Logger.Warnw("The event-forwarding proxy refused an event: sending directly (logged once per "+logRefusals.String()+
+					"; kn_forward_sender_fallbacks_total counts them all)",
+					zap.Int("status", a.status), zap.String("reason", a.header.Get(HeaderForwardError)), zap.String("sink", t.URL.Redacted()))
+			}
+			return fallbackRefused, nil
+		case verdict == proxySinkFinal:
+			return fallbackNone, fmt.Errorf("%w: %s answered %d through the proxy after %d attempts", ErrUndelivered, t.URL.Redacted(), a.status, res.Attempts)
+		case attempt < s.p.Retries:
+			last = a.header
+		case verdict == proxyBusy:
+			return fallbackBusy, nil
+		default:
+			return fallbackNone, fmt.Errorf("%w: %s answered %d through the proxy (%s) after %d attempts",
+				ErrUndelivered, t.URL.Redacted(), a.status, reasonOrSink(a.header), res.Attempts)
+		}
+	}
+}
+
+func reasonOrSink(h http.Header) string {
+	if r := h.Get(HeaderForwardError); r != "" {
+		return r
+	}
+	return "the sink's answer"
+}
+
+// setProxyHeaders adds the forwarding contract's headers to a call to the
+// proxy, on top of the sink's own (Kn-Namespace, Authorization).
+func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) error {
+	if err := s.setProxyToken(ctx, h, t); err != nil {
+		return err
+	}
+	if err := s.setSinkHeaders(ctx, h, t); err != nil {
+		return err
+	}
+	h.Set(HeaderForwardTo, t.URL.String())
+	h.Set(HeaderForwardTimeout, FormatDuration(s.p.Timeout))
+	if !t.Sync {
+		h.Set(HeaderPrefer, PreferRespondAsync)
+		h.Set(HeaderForwardRetry, strconv.Itoa(s.p.Retries))
+		h.Set(HeaderForwardBackoffDelay, FormatDuration(s.p.BackoffDelay))
+	}
+	return nil
+}
+
+// setProxyToken adds, with OIDC, the token for the proxy's audience.
+func (s *Sender) setProxyToken(ctx context.Context, h http.Header, t Target) error {
+	if s.tokens == nil {
+		return nil
+	}
+	sa := s.p.ProxyIdentity
+	if sa.IsZero() {
+		sa = ServiceAccount{Namespace: t.Namespace, Name: t.ServiceAccount}
+	}
+	if sa.IsZero() {
+		return tokenError{err: fmt.Errorf("no service account to present to the proxy"), proxy: true}
+	}
+	tok, err := s.tokens.Token(ctx, sa, s.p.ProxyAudience)
+	if err != nil {
+		return tokenError{err: fmt.Errorf("token of %s for the proxy: %w", sa, err), proxy: true}
+	}
+	h.Set(HeaderForwardAuthorization, "Bearer "+tok.Value)
+	return nil
+}

@@ -1,0 +1,165 @@
+package mtping
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+	"knative.dev/eventing/pkg/client/clientset/versioned"
+
+	adapter "knative.dev/event-forwarding-proxy/adapter/mtping"
+	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/test/apiserver"
+)
+
+const (
+	systemNamespace = "knative-eventing"
+	adapterAccount  = "event-forwarding-pingsource-adapter"
+)
+
+// cluster is a real API server with the namespaces, accounts and
+// ConfigMaps an adapter expects.
+type cluster struct {
+	*apiserver.Server
+	ctx  context.Context
+	kube kubernetes.Interface
+	ping versioned.Interface
+}
+
+// newCluster starts an API server with knative-eventing, the adapter's
+// service account, config-leader-election set to le, and the tenant
+// namespaces.
+func newCluster(t *testing.T, le map[string]string, tenants ...string) *cluster {
+	t.Helper()
+	s := apiserver.Start(t)
+	c := &cluster{Server: s, ctx: t.Context(), kube: kubernetes.NewForConfigOrDie(s.Config), ping: versioned.NewForConfigOrDie(s.Config)}
+	for _, ns := range append([]string{systemNamespace}, tenants...) {
+		_, err := c.kube.CoreV1().Namespaces().Create(c.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		created(t, err)
+	}
+	c.serviceAccount(t, systemNamespace, adapterAccount)
+	c.setConfigMap(t, "config-leader-election", le)
+	return c
+}
+
+// created fails the test on an error other than AlreadyExists.
+func created(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func (c *cluster) serviceAccount(t *testing.T, ns, name string) {
+	t.Helper()
+	_, err := c.kube.CoreV1().ServiceAccounts(ns).Create(c.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	created(t, err)
+}
+
+// setConfigMap creates or replaces a ConfigMap of the system namespace.
+func (c *cluster) setConfigMap(t *testing.T, name string, data map[string]string) {
+	t.Helper()
+	cms := c.kube.CoreV1().ConfigMaps(systemNamespace)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+	if _, err := cms.Update(c.ctx, cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+		_, err = cms.Create(c.ctx, cm, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setForwarding writes config-event-forwarding.
+func (c *cluster) setForwarding(t *testing.T, proxyURL, threshold string) {
+	t.Helper()
+	c.setConfigMap(t, config.ForwardingConfigName, map[string]string{
+		config.ForwardingProxyKey: proxyURL, config.ForwardingThresholdKey: threshold})
+}
+
+// sourceStatus is what upstream's controller writes into a PingSource's
+// status; the zero value is Ready without OIDC.
+type sourceStatus struct {
+	audience, account string
+	notReady          bool
+}
+
+// createSource creates a PingSource, then writes its status (Ready, sink)
+// through the status subresource.
+func (c *cluster) createSource(t *testing.T, ns, name string, spec sourcesv1.PingSourceSpec, sink string, st sourceStatus) {
+	t.Helper()
+	src, err := c.ping.SourcesV1().PingSources(ns).Create(c.ctx,
+		&sourcesv1.PingSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := apis.ParseURL(sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Status.SinkURI = u
+	ready := corev1.ConditionTrue
+	if st.notReady {
+		ready = corev1.ConditionFalse
+	}
+	src.Status.SetConditions(apis.Conditions{{Type: apis.ConditionReady, Status: ready}})
+	if st.audience != "" {
+		src.Status.SinkAudience = &st.audience
+	}
+	if st.account != "" {
+		src.Status.Auth = &duckv1.AuthStatus{ServiceAccountName: &st.account}
+	}
+	if _, err := c.ping.SourcesV1().PingSources(ns).UpdateStatus(c.ctx, src, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// updateSpec changes a PingSource's spec.
+func (c *cluster) updateSpec(t *testing.T, ns, name string, change func(*sourcesv1.PingSourceSpec)) {
+	t.Helper()
+	src, err := c.ping.SourcesV1().PingSources(ns).Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&src.Spec)
+	if _, err := c.ping.SourcesV1().PingSources(ns).Update(c.ctx, src, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *cluster) deleteSource(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := c.ping.SourcesV1().PingSources(ns).Delete(c.ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseHolders maps the adapter's Leases to their holders ("" when free).
+func (c *cluster) leaseHolders(t *testing.T) map[string]string {
+	t.Helper()
+	leases, err := c.kube.CoordinationV1().Leases(systemNamespace).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := map[string]string{}
+	for _, l := range leases.Items {
+		if !strings.HasPrefix(l.Name, adapter.Component+".") {
+			continue
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		holders[l.Name] = holder
+	}
+	return holders
+}

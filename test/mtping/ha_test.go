@@ -1,0 +1,146 @@
+package mtping
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+)
+
+// HA timings of TestTwoAdapters (config-leader-election).
+const (
+	haBuckets     = 3
+	leaseDuration = 5 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+	// tick is the sources' period: "*/2 * * * * *" fires on even seconds,
+	// on every replica alike, so a takeover keeps the phase and a lost
+	// tick shows as a longer interval.
+	tick   = 2 * time.Second
+	spread = 500 * time.Millisecond // the adapter's default
+	// takeoverBound is the design's bound on a dead leader's buckets moving:
+	// the lease expires lease-duration after the standby last saw it
+	// renewed, and a standby polls every 1 to 2.2 retry periods, before and
+	// after the expiry (docs/mtping.md).
+	takeoverBound = leaseDuration + 4400*retryPeriod/1000
+	// handoverBound is the same after a graceful stop: the lease is
+	// released, so only the standby's poll remains, plus the tick the
+	// stopping replica waits for first (at most the handover window,
+	// 2.2 retry periods plus the spread) and its exit.
+	handoverBound = 2 * (2200*retryPeriod/1000 + spread)
+)
+
+// TestTwoAdapters runs two adapter processes: each tick fires once across
+// both; a killed leader's sources move to the other within the lease
+// duration and lose at most the ticks due meanwhile; a leader stopped with
+// SIGTERM hands over at once and loses none.
+func TestTwoAdapters(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, map[string]string{
+		"buckets": fmt.Sprint(haBuckets), "lease-duration": leaseDuration.String(),
+		"renew-deadline": "4s", "retry-period": retryPeriod.String(),
+	}, "tenant")
+	sk := newSink(t)
+	var sources []string
+	for i := range 6 {
+		name := fmt.Sprintf("ha-%d", i)
+		sources = append(sources, name)
+		c.createSource(t, "tenant", name, sourcesv1.PingSourceSpec{Schedule: "*/2 * * * * *", Data: name}, sk.url(name), sourceStatus{})
+	}
+	procs := map[string]*proc{}
+	for _, name := range []string{"adapter-a", "adapter-b"} {
+		procs[name] = startAdapter(t, c, name)
+	}
+	heldBy := func(names ...string) func() bool {
+		return func() bool {
+			h := c.leaseHolders(t)
+			for _, holder := range h {
+				if !slices.Contains(names, holder) {
+					return false
+				}
+			}
+			return len(h) == haBuckets
+		}
+	}
+	eventually(t, 15*time.Second, "every lease is held", heldBy("adapter-a", "adapter-b"))
+	steady := time.Now()
+	firedSince := func(from time.Time, n int) func() bool {
+		return func() bool {
+			for _, s := range sources {
+				if len(sk.got(s, from)) < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	eventually(t, 15*time.Second, "every source fired 3 times", firedSince(steady, 3))
+	for _, s := range sources {
+		if tl := countTicks(sk.got(s, steady), tick); tl.duplicates != 0 || tl.missing != 0 {
+			t.Errorf("%s in steady state with two replicas: %+v", s, tl)
+		}
+	}
+
+	// Crash: SIGKILL the replica holding the most leases.
+	count := map[string]int{}
+	for _, holder := range c.leaseHolders(t) {
+		count[holder]++
+	}
+	victim, survivor := "adapter-a", "adapter-b"
+	if count["adapter-b"] > count["adapter-a"] {
+		victim, survivor = survivor, victim
+	}
+	procs[victim].signal(syscall.SIGKILL)
+	killed := time.Now()
+	_ = procs[victim].wait(5 * time.Second)
+	eventually(t, 2*takeoverBound, survivor+" holds every lease", heldBy(survivor))
+	t.Logf("crash: %s held %d of %d leases; %s held them all %v after the kill (bound %v)",
+		victim, count[victim], haBuckets, survivor, time.Since(killed).Round(10*time.Millisecond), takeoverBound)
+	eventually(t, 10*time.Second, "every source fired twice after the takeover", firedSince(time.Now(), 2))
+	checkGaps(t, "crash", sk, sources, steady, killed, takeoverBound)
+
+	// Graceful stop: a new standby, then SIGTERM to the leader.
+	procs["adapter-c"] = startAdapter(t, c, "adapter-c")
+	before := time.Now()
+	eventually(t, 10*time.Second, "every source fired", firedSince(before, 1))
+	procs[survivor].signal(syscall.SIGTERM)
+	stopped := time.Now()
+	eventually(t, 2*handoverBound, "adapter-c holds every lease", heldBy("adapter-c"))
+	handover := time.Since(stopped)
+	t.Logf("graceful stop: adapter-c held every lease %v after SIGTERM (bound %v, lease duration %v)",
+		handover.Round(10*time.Millisecond), handoverBound, leaseDuration)
+	// Waiting for the lease to expire would take at least lease-duration
+	// minus one renewal after the last renewal.
+	if handover >= leaseDuration-retryPeriod {
+		t.Errorf("graceful handover took %v: the lease expired rather than being released", handover)
+	}
+	if err := procs[survivor].wait(10 * time.Second); err != nil {
+		t.Errorf("%s after SIGTERM: %v", survivor, err)
+	}
+	eventually(t, 10*time.Second, "every source fired twice after the handover", firedSince(time.Now(), 2))
+	checkGaps(t, "graceful stop", sk, sources, before, stopped, 0)
+}
+
+// checkGaps checks the events of each source since from, across an event
+// at, for duplicates (none allowed) and missing ticks: at most those due
+// within lost after it.
+func checkGaps(t *testing.T, what string, sk *sink, sources []string, from, at time.Time, lost time.Duration) {
+	t.Helper()
+	allowed := int(math.Ceil(float64(lost) / float64(tick)))
+	var dups, missing int
+	var longest time.Duration
+	for _, s := range sources {
+		tl := countTicks(sk.got(s, from), tick)
+		dups += tl.duplicates
+		missing += tl.missing
+		longest = max(longest, tl.longest)
+		if tl.duplicates != 0 || tl.missing > allowed {
+			t.Errorf("%s, %s: %d duplicates, %d missing ticks (at most %d allowed)", what, s, tl.duplicates, tl.missing, allowed)
+		}
+	}
+	t.Logf("%s: %d sources, %d duplicates, %d missing ticks in all (at most %d per source allowed), longest interval %v",
+		what, len(sources), dups, missing, allowed, longest.Round(10*time.Millisecond))
+}

@@ -1,0 +1,188 @@
+// Package mtping runs the PingSource adapter (cmd/mtping) and the proxy as
+// processes against a real API server (test/apiserver) and real loopback
+// sinks: PingSources are created and made Ready through the API server, as
+// upstream's controller would, and the tests watch what reaches the sinks.
+package mtping
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bins are the binaries built once by TestMain, with the race detector so
+// that a race in a real process fails the test that saw it.
+var bins struct{ adapter, proxy string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mtping-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins.adapter, bins.proxy = filepath.Join(dir, "mtping"), filepath.Join(dir, "proxy")
+	// Both at once: linking a race binary takes seconds.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, b := range []struct{ out, pkg string }{{bins.adapter, "cmd/mtping"}, {bins.proxy, "cmd/proxy"}} {
+		wg.Go(func() {
+			build := exec.Command("go", "build", "-race", "-o", b.out, "knative.dev/event-forwarding-proxy/"+b.pkg)
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				errs[i] = fmt.Errorf("building %s: %w", b.pkg, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running adapter or proxy process.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+	err  error // exit status, set before done closes
+	// URL is the proxy's address; ProbeURL the adapter's probes.
+	URL, ProbeURL string
+}
+
+// start runs bin with env added and waits until GET readyPath on port
+// answers 200.
+func start(t *testing.T, name, bin string, port int, readyPath string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	cmd.Env = append(cmd.Env, env...)
+	p := &proc{t: t, name: name, cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if strings.Contains(p.logs.String(), "DATA RACE") {
+			t.Errorf("%s hit a data race:\n%s", name, p.logs.String())
+		}
+		if t.Failed() {
+			t.Logf("%s logs:\n%s", name, p.logs.String())
+		}
+	})
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + readyPath
+	eventually(t, 60*time.Second, name+" is ready", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited at start: %v\n%s", name, p.err, p.logs.String())
+		default:
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// startProxy runs the proxy with loopback destinations allowed.
+func startProxy(t *testing.T) *proc {
+	t.Helper()
+	port := freePort(t)
+	p := start(t, "proxy", bins.proxy, port, "/healthz",
+		"PORT="+strconv.Itoa(port), "METRICS_PORT="+strconv.Itoa(freePort(t)), "FORWARD_ALLOWED_CIDRS=127.0.0.0/8")
+	p.URL = "http://127.0.0.1:" + strconv.Itoa(port)
+	return p
+}
+
+// startAdapter runs the adapter against c's API server with identity name.
+func startAdapter(t *testing.T, c *cluster, name string) *proc {
+	t.Helper()
+	port := freePort(t)
+	p := start(t, name, bins.adapter, port, "/readiness",
+		"KUBECONFIG="+c.Kubeconfig, "SYSTEM_NAMESPACE="+systemNamespace, "POD_NAME="+name,
+		"SERVICE_ACCOUNT_NAME="+adapterAccount, "PROBES_PORT="+strconv.Itoa(port),
+		"METRICS_PORT="+strconv.Itoa(freePort(t)), "LOG_LEVEL=debug", "DRAIN_TIMEOUT=5s")
+	p.ProbeURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	return p
+}
+
+// signal sends sig to the process.
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %s: %v", p.name, err)
+	}
+}
+
+// wait returns the process's exit error once it exits, failing after d.
+func (p *proc) wait(d time.Duration) error {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		p.t.Fatalf("%s still running after %s", p.name, d)
+		return nil
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// eventually polls cond until it holds, failing the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,120 @@
+package mtping
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+)
+
+// received is one event as a sink saw it.
+type received struct {
+	at     time.Time
+	event  event.Event
+	header http.Header
+}
+
+// viaProxy reports whether the event came through the proxy (which marks
+// what it forwards with CDN-Loop).
+func (r received) viaProxy() bool { return r.header.Get("CDN-Loop") != "" }
+
+// sink records the CloudEvents posted to it, by path: each PingSource gets
+// its own path, http://127.0.0.1:<port>/<name>.
+type sink struct {
+	*httptest.Server
+	mu     sync.Mutex
+	events map[string][]received
+}
+
+func newSink(t *testing.T) *sink {
+	s := &sink{events: map[string][]received{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			return // the sender's h2c probe ("PRI *")
+		}
+		e, err := cehttp.NewEventFromHTTPRequest(r)
+		if err != nil {
+			t.Errorf("sink: not a CloudEvent: %v", err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.events[strings.TrimPrefix(r.URL.Path, "/")] = append(s.events[strings.TrimPrefix(r.URL.Path, "/")],
+			received{at: time.Now(), event: *e, header: r.Header.Clone()})
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// url is the sink address of source name.
+func (s *sink) url(name string) string { return s.URL + "/" + name }
+
+// got returns the events of source name received since from.
+func (s *sink) got(name string, from time.Time) []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []received
+	for _, r := range s.events[name] {
+		if !r.at.Before(from) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tally describes the arrivals of one source at a fixed period. Each send
+// is delayed by up to the spread (500 ms), so an interval between two
+// events is one period give or take the spread: under a quarter period it
+// is a duplicate (two replicas fired the same tick), otherwise it covers
+// floor(interval/period + 1/4) ticks (at least one), all but one of them
+// missing.
+type tally struct {
+	events, duplicates, missing int
+	longest                     time.Duration
+}
+
+func countTicks(rs []received, period time.Duration) tally {
+	tl := tally{events: len(rs)}
+	for i := 1; i < len(rs); i++ {
+		d := rs[i].at.Sub(rs[i-1].at)
+		tl.longest = max(tl.longest, d)
+		if d < period/4 {
+			tl.duplicates++
+			continue
+		}
+		tl.missing += max(1, int(math.Floor(float64(d)/float64(period)+0.25))) - 1
+	}
+	return tl
+}
+
+// jwtClaims decodes a bearer token's payload, unverified: the API server
+// that issued it is the test's own.
+func jwtClaims(t *testing.T, authorization string) (sub string, aud []string) {
+	t.Helper()
+	parts := strings.Split(strings.TrimPrefix(authorization, "Bearer "), ".")
+	if len(parts) != 3 {
+		t.Fatalf("Authorization %q is not a bearer JWT", authorization)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Sub string   `json:"sub"`
+		Aud []string `json:"aud"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Sub, c.Aud
+}

@@ -1,0 +1,89 @@
+package sender
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// arrival is one event as a sink got it.
+type arrival struct {
+	ID            string
+	ViaProxy      bool // the proxy marks what it forwards with CDN-Loop
+	Namespace     string
+	Authorization string
+}
+
+// sink records every event it gets (HTTP/1.1 and h2c) and answers 200.
+type sink struct {
+	*httptest.Server
+	mu       sync.Mutex
+	arrivals []arrival
+}
+
+func newSink(tb testing.TB) *sink {
+	tb.Helper()
+	s := &sink{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetHTTP1(true)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Start()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	a := arrival{
+		ID: r.Header.Get("Ce-Id"), ViaProxy: r.Header.Get("Cdn-Loop") != "",
+		Namespace: r.Header.Get("Kn-Namespace"), Authorization: r.Header.Get("Authorization"),
+	}
+	s.mu.Lock()
+	s.arrivals = append(s.arrivals, a)
+	s.mu.Unlock()
+}
+
+func (s *sink) all() []arrival {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]arrival(nil), s.arrivals...)
+}
+
+func (s *sink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.arrivals)
+}
+
+// byID counts the arrivals of each event id.
+func (s *sink) byID() map[string]int {
+	out := map[string]int{}
+	for _, a := range s.all() {
+		out[a.ID]++
+	}
+	return out
+}
+
+func (s *sink) url(tb testing.TB) *url.URL { return mustURL(tb, s.URL) }
+
+// testLogger keeps the entries for assertions, and prints them when the
+// test fails (never into the test's log from a goroutine that may outlive
+// it).
+func testLogger(tb testing.TB) (*zap.SugaredLogger, *observer.ObservedLogs) {
+	core, logs := observer.New(zap.InfoLevel)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			for _, e := range logs.All() {
+				tb.Logf("sender log: %s %s %v", e.Level, e.Message, e.ContextMap())
+			}
+		}
+	})
+	return zap.New(core).Sugar(), logs
+}
