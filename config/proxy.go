@@ -84,6 +84,16 @@ type Proxy struct {
 	// MaxIdleConnsPerHost bounds one destination's idle pool
 	// (FORWARD_MAX_IDLE_CONNS_PER_HOST); if unset, 1024.
 	MaxIdleConnsPerHost int
+	// BreakerFailures is the number of connect failures in a row that opens
+	// a destination's circuit (FORWARD_BREAKER_FAILURES); 0 turns the
+	// breaker off; if unset, 5.
+	BreakerFailures int
+	// BreakerWindow: a failure further than this from the previous one
+	// starts a new count (FORWARD_BREAKER_WINDOW); if unset, 10 s.
+	BreakerWindow time.Duration
+	// BreakerCooldown is how long an open circuit refuses calls before one
+	// probe goes through (FORWARD_BREAKER_COOLDOWN); if unset, 5 s.
+	BreakerCooldown time.Duration
 
 	// H2MaxConcurrentStreams is the streams one HTTP/2 connection may carry,
 	// inbound and outbound (FORWARD_H2_MAX_CONCURRENT_STREAMS); if unset, 10000.
@@ -192,6 +202,9 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),
 		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
 		MaxIdleConnsPerHost:    r.positiveInt("FORWARD_MAX_IDLE_CONNS_PER_HOST", 1024),
+		BreakerFailures:        r.nonNegativeInt("FORWARD_BREAKER_FAILURES", 5),
+		BreakerWindow:          r.duration("FORWARD_BREAKER_WINDOW", 10*time.Second),
+		BreakerCooldown:        r.duration("FORWARD_BREAKER_COOLDOWN", 5*time.Second),
 		H2MaxConcurrentStreams: r.positiveInt("FORWARD_H2_MAX_CONCURRENT_STREAMS", 10000),
 		H2ConnWindowBytes:      r.intIn("FORWARD_H2_CONN_WINDOW_BYTES", 4<<20, 1<<16, 1<<31-1),
 		H2StreamWindowBytes:    r.intIn("FORWARD_H2_STREAM_WINDOW_BYTES", 256<<10, 1<<16, 1<<31-1),

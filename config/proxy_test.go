@@ -41,6 +41,9 @@ func defaults() Proxy {
 		DialTimeout:               5 * time.Second,
 		IdleConnTimeout:           5 * time.Minute,
 		MaxIdleConnsPerHost:       1024,
+		BreakerFailures:           5,
+		BreakerWindow:             10 * time.Second,
+		BreakerCooldown:           5 * time.Second,
 		H2MaxConcurrentStreams:    10000,
 		H2ConnWindowBytes:         4 << 20,
 		H2StreamWindowBytes:       256 << 10,
@@ -156,6 +159,11 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_TRACE_SAMPLING_RATIO", env: map[string]string{"FORWARD_TRACE_SAMPLING_RATIO": "0.25"}, want: func(p *Proxy) { p.TraceSamplingRatio = 0.25 }},
 		{name: "FORWARD_METRICS_MAX_LABEL_VALUES", env: map[string]string{"FORWARD_METRICS_MAX_LABEL_VALUES": "5"}, want: func(p *Proxy) { p.MetricsMaxLabelValues = 5 }},
 		{name: "FORWARD_LOG_LEVEL error", env: map[string]string{"FORWARD_LOG_LEVEL": "error"}, want: func(p *Proxy) { p.LogLevel = "error" }},
+		{name: "FORWARD_BREAKER_FAILURES zero turns the breaker off", env: map[string]string{"FORWARD_BREAKER_FAILURES": "0"}, want: func(p *Proxy) { p.BreakerFailures = 0 }},
+		{name: "FORWARD_BREAKER_FAILURES one", env: map[string]string{"FORWARD_BREAKER_FAILURES": "1"}, want: func(p *Proxy) { p.BreakerFailures = 1 }},
+		{name: "FORWARD_BREAKER_WINDOW at its minimum", env: map[string]string{"FORWARD_BREAKER_WINDOW": "1ms"}, want: func(p *Proxy) { p.BreakerWindow = time.Millisecond }},
+		{name: "FORWARD_BREAKER_COOLDOWN at its minimum", env: map[string]string{"FORWARD_BREAKER_COOLDOWN": "1ms"}, want: func(p *Proxy) { p.BreakerCooldown = time.Millisecond }},
+		{name: "FORWARD_BREAKER_COOLDOWN long", env: map[string]string{"FORWARD_BREAKER_COOLDOWN": "10m"}, want: func(p *Proxy) { p.BreakerCooldown = 10 * time.Minute }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +231,9 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_AUTH_TRUSTED_NAMESPACES", []string{"Knative", "a_b", "-x"}},
 		{"FORWARD_TRACE_EXPORTER", []string{"jaeger", "zipkin", "otlp-grpc"}},
 		{"FORWARD_TRACE_SAMPLING_RATIO", []string{"abc", "-0.1", "1.01", "NaN"}},
+		{"FORWARD_BREAKER_FAILURES", nonNeg},
+		{"FORWARD_BREAKER_WINDOW", durations},
+		{"FORWARD_BREAKER_COOLDOWN", durations},
 	}
 	for _, v := range vars {
 		// The variable itself, not one whose name ends like it (PORT).

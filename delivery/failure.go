@@ -38,6 +38,10 @@ func Classify(ctx context.Context, err error) Failure {
 		return TimedOut
 	case cerr != nil:
 		return CallerGone
+	case dialFailed(err):
+		// A connect or DNS timeout is the dialer's own, not the call's
+		// deadline; Go reports it either way at random.
+		return Unreachable
 	case errors.Is(err, context.DeadlineExceeded):
 		return TimedOut
 	case errors.Is(err, context.Canceled):

@@ -34,6 +34,9 @@ type TransportParams struct {
 	// Control, when set, is called on every socket before it connects, with
 	// the resolved address: the place to refuse denied destinations.
 	Control func(network, address string, c syscall.RawConn) error
+	// Breaker refuses dials to a destination that keeps failing to
+	// connect. If its Failures is zero, there is no breaker.
+	Breaker BreakerParams
 }
 
 // Transports holds the two shared pools that reach destinations: HTTP/1.1
@@ -60,10 +63,11 @@ func NewTransports(p TransportParams) *Transports {
 		Control:   p.Control,
 		Resolver:  p.Resolver,
 	}
+	dial := NewBreakers(p.Breaker).Dial(dialer.DialContext)
 	base := func() *http.Transport {
 		return &http.Transport{
 			Proxy:                  nil,
-			DialContext:            dialer.DialContext,
+			DialContext:            dial,
 			MaxIdleConns:           0, // no global cap: per-host caps bound it
 			MaxIdleConnsPerHost:    orInt(p.MaxIdleConnsPerHost, 1024),
 			IdleConnTimeout:        orDuration(p.IdleConnTimeout, 5*time.Minute),
@@ -83,7 +87,7 @@ func NewTransports(p TransportParams) *Transports {
 	h2c := base()
 	h2c.Protocols = new(http.Protocols)
 	h2c.Protocols.SetUnencryptedHTTP2(true)
-	return &Transports{HTTP1: h1, H2C: h2c, Prober: &H2CProber{Dial: dialer.DialContext, Timeout: dialer.Timeout}}
+	return &Transports{HTTP1: h1, H2C: h2c, Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout}}
 }
 
 // For returns the transport for a destination with the given scheme: h2c

@@ -28,6 +28,9 @@ type guardedBody struct {
 	idle     time.Duration
 	tooLarge atomic.Bool
 	stalled  atomic.Bool
+	// malformed: the body broke off for a reason of its own framing (a bad
+	// chunk), not because the caller went away.
+	malformed atomic.Bool
 }
 
 func newGuardedBody(w http.ResponseWriter, rc io.ReadCloser, max int64, idle time.Duration) *guardedBody {
@@ -57,6 +60,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		return 0, errBodyTooLarge
 	case err != nil:
 		_ = b.ctl.SetReadDeadline(time.Time{})
+		b.malformed.Store(isMalformedBody(err))
 	}
 	return n, err
 }

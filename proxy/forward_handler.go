@@ -120,6 +120,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	defer releaseStalledCaller(ctx, w)()
 	out := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
 		c.body = newGuardedBody(w, r.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
@@ -172,8 +173,12 @@ func failureReason(ctx context.Context, c *call, err error) Reason {
 		return ReasonBodyTooLarge
 	case c.body != nil && c.body.stalled.Load():
 		return ReasonBadRequest
+	case c.body != nil && c.body.malformed.Load() && ctx.Err() == nil:
+		return ReasonBadRequest
 	case errors.Is(err, delivery.ErrDestinationDenied):
 		return ReasonDestinationDenied
+	case errors.Is(err, delivery.ErrBreakerOpen):
+		return ReasonDestinationBusy
 	case errors.Is(context.Cause(ctx), errShuttingDown):
 		return ReasonDraining
 	}
@@ -194,6 +199,9 @@ func failureMessage(reason Reason, c *call, err error) string {
 	case ReasonDraining:
 		return errShuttingDown.Error() + "; retry on another instance"
 	case ReasonBadRequest:
+		if c.body.malformed.Load() {
+			return "the request body could not be read: " + err.Error()
+		}
 		return "no byte of the request body came for " + c.body.idle.String()
 	case ReasonBodyTooLarge:
 		return "the body is larger than the " + strconv.FormatInt(c.body.max, 10) + " bytes allowed"

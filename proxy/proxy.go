@@ -22,6 +22,7 @@ type Proxy struct {
 	Drainer *Drainer
 	async   *Async
 	stop    context.CancelCauseFunc // cuts the synchronous calls still held
+	trs     *delivery.Transports    // idle connections closed by Shutdown
 	handler http.Handler
 	logger  *zap.SugaredLogger
 }
@@ -91,6 +92,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 			Reserve:           cfg.TenantReserve,
 		}),
 		Drainer: &Drainer{},
+		trs:     o.transports,
 		logger:  logger,
 	}
 	m, err := NewMetrics(o.meterProvider, p.Limiter, cfg.MetricsMaxLabelValues)
@@ -128,6 +130,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		h = NewAuthHandler(AuthParams{Authenticator: o.authenticator, TrustedNamespaces: cfg.TrustedNamespaces}, h)
 	}
 	h = NewProbeHandler(p.Drainer, h)
+	h = NewRequestGuardHandler(h)
 	h = NewLoopHandler(o.loopID, h)
 	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, h)
 	return p
@@ -142,6 +145,7 @@ func TransportParams(cfg *config.Proxy, policy *delivery.Policy) delivery.Transp
 		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
 		HTTP2:               HTTP2Config(cfg),
 		Control:             policy.Control,
+		Breaker:             delivery.BreakerParams{Failures: cfg.BreakerFailures, Window: cfg.BreakerWindow, Cooldown: cfg.BreakerCooldown},
 	}
 }
 
@@ -186,7 +190,9 @@ func (p *Proxy) Drain() {
 // ends first, the calls still held are cut: a synchronous caller whose
 // answer has not started gets 503 draining (never a bare reset), and each
 // background delivery is logged as abandoned. The error is then ctx's.
+// Either way, the idle connections to destinations are closed.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	defer p.trs.CloseIdleConnections()
 	err := p.Limiter.WaitIdle(ctx)
 	if err == nil {
 		return p.async.Wait(ctx)

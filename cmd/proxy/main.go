@@ -77,6 +77,9 @@ func run() int {
 			logger.Errorw("Cannot listen", "addr", s.Addr, "error", err)
 			return 1
 		}
+		if s == srv {
+			ln = proxy.NewFramingListener(ln, cfg.MaxHeaderBytes)
+		}
 		go func() { served <- s.Serve(ln) }()
 	}
 	logger.Infow("Forwarding events", "addr", srv.Addr, "metricsAddr", msrv.Addr, "maxInflight", cfg.MaxInflight,

@@ -1,0 +1,163 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+)
+
+// blackHole returns the address of a socket whose accept queue is full and
+// never drained: the kernel drops further SYNs, so a dial hangs until the
+// dialer gives up.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	filler, err := net.Dial("tcp", addr) // takes the only place in the queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = filler.Close() })
+	return addr
+}
+
+// silentResolver asks a DNS server that never answers; its sockets give up
+// when the lookup is cancelled.
+func silentResolver(t *testing.T) *net.Resolver {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "udp", conn.LocalAddr().String())
+		if err == nil {
+			context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+		}
+		return c, err
+	}}
+}
+
+// TestConnectTimeoutsAreUnreachable: a dial that times out (SYN
+// black-holed, DNS silent) is Unreachable, every time, although Go's net
+// package reports such a timeout as context.DeadlineExceeded only some of
+// the time; a timeout of the call's own deadline stays TimedOut.
+func TestConnectTimeoutsAreUnreachable(t *testing.T) {
+	tests := []struct {
+		name     string
+		url      string
+		resolver *net.Resolver
+		deadline time.Duration // the call's; 0 for none
+		want     delivery.Failure
+	}{
+		{name: "SYN black-holed", url: "http://" + blackHole(t) + "/", want: delivery.Unreachable},
+		{name: "DNS silent", url: "http://sink.ns.svc.cluster.local/", resolver: silentResolver(t), want: delivery.Unreachable},
+		{name: "SYN black-holed past the call's deadline", url: "http://" + blackHole(t) + "/", deadline: 20 * time.Millisecond, want: delivery.TimedOut},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trs := delivery.NewTransports(delivery.TransportParams{DialTimeout: 50 * time.Millisecond, Resolver: tt.resolver})
+			t.Cleanup(trs.CloseIdleConnections)
+			for i := range 8 {
+				ctx, cancel := context.WithCancel(context.Background())
+				if tt.deadline > 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), tt.deadline)
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tt.url, nil)
+				resp, err := trs.HTTP1.RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+					cancel()
+					t.Fatalf("attempt %d reached the destination", i)
+				}
+				if got := delivery.Classify(ctx, err); got != tt.want {
+					t.Errorf("attempt %d: Classify(%v) = %v, want %v", i, err, got, tt.want)
+				}
+				cancel()
+			}
+		})
+	}
+}
+
+// TestBreakerThroughTransports: a destination that refuses connections
+// opens its circuit after FORWARD_BREAKER_FAILURES calls; while open,
+// calls fail at once with ErrBreakerOpen and nothing is dialed; once the
+// destination is back and the cool-down has passed, calls flow again.
+func TestBreakerThroughTransports(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // down
+	var dials atomic.Int64
+	trs := delivery.NewTransports(delivery.TransportParams{
+		Breaker: delivery.BreakerParams{Failures: 3, Cooldown: 200 * time.Millisecond},
+		Control: func(string, string, syscall.RawConn) error { dials.Add(1); return nil },
+	})
+	t.Cleanup(trs.CloseIdleConnections)
+	call := func() error {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/", nil)
+		resp, err := trs.HTTP1.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	for i := range 3 {
+		if err := call(); err == nil || errors.Is(err, delivery.ErrBreakerOpen) {
+			t.Fatalf("call %d: %v, want a refused connection", i, err)
+		}
+	}
+	before := dials.Load()
+	for i := range 5 {
+		if err := call(); !errors.Is(err, delivery.ErrBreakerOpen) {
+			t.Fatalf("call %d while open: %v, want ErrBreakerOpen", i, err)
+		}
+	}
+	if n := dials.Load() - before; n != 0 {
+		t.Errorf("%d dials while the circuit was open, want 0", n)
+	}
+
+	// Back up on the same port.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	deadline := time.Now().Add(10 * time.Second)
+	for call() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("calls did not flow again after the destination came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+)
+
+// TestUnreachableDestinations: every way a destination cannot be reached
+// is answered 502 unreachable (never 504, never a hang) well before the
+// call's deadline: within the dial timeout, or at once.
+func TestUnreachableDestinations(t *testing.T) {
+	closed := proxytest.NewDestination(t, nil)
+	closedURL := closed.URL
+	closed.Close()
+
+	var plaintext, handled atomic.Int64
+	tlsServer := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled.Add(1) }))
+	tlsServer.Config.ErrorLog = log.New(logWriter(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "HTTP request to an HTTPS server") {
+			plaintext.Add(1)
+		}
+		return len(p), nil
+	}), "", 0)
+	tlsServer.StartTLS()
+	t.Cleanup(tlsServer.Close)
+	trusted := tlsServer.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	_, tlsPort, _ := strings.Cut(strings.TrimPrefix(tlsServer.URL, "https://"), ":")
+
+	nxdomain := proxytest.NewDNS(t, map[string][][]netip.Addr{})
+	silent := proxytest.NewSilentDNS(t)
+	fast := map[string]string{"FORWARD_DIAL_TIMEOUT": "300ms", "FORWARD_BREAKER_FAILURES": "0"}
+	tests := []struct {
+		name string
+		dest string
+		env  map[string]string
+		edit func(*delivery.TransportParams)
+	}{
+		{name: "unknown name", dest: "http://nowhere.ns.svc.cluster.local/", env: fast,
+			edit: func(p *delivery.TransportParams) { p.Resolver = nxdomain.Resolver() }},
+		{name: "DNS does not answer", dest: "http://sink.ns.svc.cluster.local/", env: fast,
+			edit: func(p *delivery.TransportParams) { p.Resolver = silent }},
+		{name: "connection refused", dest: closedURL, env: fast},
+		{name: "SYN black-holed", dest: "http://" + proxytest.NewBlackHole(t) + "/", env: fast},
+		{name: "TLS signed by an unknown authority", dest: tlsServer.URL + "/", env: fast},
+		{name: "TLS certificate for another name", dest: "https://localhost:" + tlsPort + "/",
+			env:  map[string]string{"FORWARD_DIAL_TIMEOUT": "300ms", "FORWARD_ALLOWED_HOSTS": "localhost"},
+			edit: func(p *delivery.TransportParams) { p.TLSConfig = &tls.Config{RootCAs: trusted} }},
+	}
+	for _, tt := range tests {
+		for _, client := range []string{"http1", "h2c"} {
+			t.Run(tt.name+"/"+client, func(t *testing.T) {
+				trs := faultTransports(t, tt.env, tt.edit)
+				fp := newFaultProxy(t, tt.env, nil, WithTransports(trs))
+				c := h1Client(t)
+				if client == "h2c" {
+					c = h2cClient(t)
+				}
+				req := fp.newRequest(t, tt.dest, strings.NewReader("event"))
+				req.Header.Set("Kn-Forward-Timeout", "PT8S")
+				start := time.Now()
+				resp, body := do(t, c, req)
+				wantProxyError(t, resp, body, ReasonUnreachable)
+				if took := time.Since(start); took > 5*time.Second {
+					t.Errorf("answered after %s: the dial timeout (300ms) should have ended it, not the call's deadline (8s)", took)
+				}
+				proxytest.Eventually(t, 5*time.Second, func() bool { return fp.Limiter.Inflight() == 0 }, "the slot was not released")
+			})
+		}
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("the TLS destination handled %d requests, want 0", n)
+	}
+	if n := plaintext.Load(); n != 0 {
+		t.Errorf("the proxy fell back to plaintext %d times", n)
+	}
+
+	t.Run("control: the same TLS destination, trusted and named right", func(t *testing.T) {
+		trs := faultTransports(t, nil, func(p *delivery.TransportParams) { p.TLSConfig = &tls.Config{RootCAs: trusted} })
+		fp := newFaultProxy(t, nil, nil, WithTransports(trs))
+		if resp, body := do(t, h1Client(t), fp.newRequest(t, tlsServer.URL+"/", strings.NewReader("e"))); resp.StatusCode != http.StatusOK {
+			t.Errorf("status = %d %q, want 200", resp.StatusCode, body)
+		}
+	})
+}
+
+// logWriter adapts a function to io.Writer.
+type logWriter func([]byte) (int, error)
+
+func (f logWriter) Write(p []byte) (int, error) { return f(p) }
+
+// TestDestinationAnswersPassThrough: in sync mode the destination's own
+// refusals come back unchanged, Retry-After included, after one attempt.
+func TestDestinationAnswersPassThrough(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		retryAfter string
+	}{
+		{name: "503 with Retry-After in seconds", status: 503, retryAfter: "7"},
+		{name: "429 with Retry-After in seconds", status: 429, retryAfter: "120"},
+		{name: "503 with Retry-After as a date", status: 503, retryAfter: "Wed, 21 Oct 2065 07:28:00 GMT"},
+		{name: "429 without Retry-After", status: 429},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := proxytest.NewDestination(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				if tt.retryAfter != "" {
+					w.Header().Set("Retry-After", tt.retryAfter)
+				}
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte("busy"))
+			})
+			fp := newFaultProxy(t, nil, nil)
+			resp, body := do(t, h1Client(t), fp.newRequest(t, dest.URL, strings.NewReader("e")))
+			if resp.StatusCode != tt.status || resp.Header.Get("Retry-After") != tt.retryAfter || string(body) != "busy" {
+				t.Errorf("got %d Retry-After %q body %q, want %d %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body, tt.status, tt.retryAfter, "busy")
+			}
+			if v := resp.Header.Get(delivery.HeaderForwardError); v != "" {
+				t.Errorf("the destination's answer carries %s %q", delivery.HeaderForwardError, v)
+			}
+			if n := dest.Count(); n != 1 {
+				t.Errorf("the destination saw %d attempts, want 1", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+)
+
+// TestRefusalsReadNothingDialNothing: a call refused on arrival is answered
+// at once, before its body is sent (the caller declared a megabyte and
+// waits), and nothing is dialed for it.
+func TestRefusalsReadNothingDialNothing(t *testing.T) {
+	limits := func(pod, dest, tenant int) map[string]string {
+		return map[string]string{
+			"FORWARD_MAX_INFLIGHT": strconv.Itoa(pod), "FORWARD_MAX_INFLIGHT_PER_DESTINATION": strconv.Itoa(dest),
+			"FORWARD_MAX_INFLIGHT_PER_TENANT": strconv.Itoa(tenant), "FORWARD_MAX_EVENT_BYTES": "2097152",
+		}
+	}
+	tests := []struct {
+		name   string
+		env    map[string]string
+		held   []string // Kn-Namespace of the calls held first, at the busy destination
+		tenant string   // of the refused call
+		drain  bool
+		want   Reason
+	}{
+		{name: "pod full", env: limits(2, 2, 2), held: []string{"a", "b"}, tenant: "c", want: ReasonOverloaded},
+		{name: "destination full", env: limits(4, 2, 4), held: []string{"a", "b"}, tenant: "c", want: ReasonDestinationBusy},
+		{name: "tenant over its share", env: limits(4, 4, 2), held: []string{"a", "a"}, tenant: "a", want: ReasonTenantLimited},
+		{name: "draining", env: limits(4, 4, 4), drain: true, tenant: "a", want: ReasonDraining},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			canary := proxytest.NewCanary(t)
+			hold := proxytest.NewHold(t)
+			busy := proxytest.NewDestination(t, hold.Reply)
+			fp := newFaultProxy(t, tt.env, nil)
+			client := h1Client(t)
+			var calls []<-chan result
+			for _, ns := range tt.held {
+				req := fp.newRequest(t, busy.URL, strings.NewReader("e"))
+				req.Header.Set(delivery.HeaderNamespace, ns)
+				calls = append(calls, goDo(client, req))
+			}
+			proxytest.Eventually(t, 5*time.Second, func() bool { return busy.Count() == len(tt.held) }, "the calls were not held")
+			if tt.drain {
+				fp.Drain()
+			}
+			dest := canary.URL("127.0.0.1")
+			if tt.want == ReasonDestinationBusy {
+				dest = busy.URL
+			}
+			a := rawSend(t, fp.Addr, "POST / HTTP/1.1\r\nHost: proxy\r\nKn-Forward-To: "+dest+
+				"\r\nKn-Namespace: "+tt.tenant+"\r\nContent-Length: 1048576\r\n\r\n")
+			wantProxyError(t, a.resp, a.body, tt.want)
+			if n := canary.Accepted(); n != 0 {
+				t.Errorf("the destination accepted %d connections, want 0", n)
+			}
+			if n := busy.Count(); n != len(tt.held) {
+				t.Errorf("the busy destination saw %d calls, want %d", n, len(tt.held))
+			}
+			hold.Release()
+			for _, c := range calls {
+				if r := await(t, c); r.err != nil || r.resp.StatusCode != http.StatusOK {
+					t.Errorf("a held call ended with %v %v", r.err, r.resp)
+				}
+			}
+		})
+	}
+}
+
+// floodCalls sends n concurrent calls of tenant to dest and returns their
+// statuses and reasons once all ended.
+func floodCalls(t *testing.T, fp *faultProxy, client *http.Client, dest, tenant string, n int) <-chan []string {
+	out := make(chan []string, 1)
+	var (
+		mu  sync.Mutex
+		got []string
+		wg  sync.WaitGroup
+	)
+	for range n {
+		req := fp.newRequest(t, dest, strings.NewReader("e"))
+		req.Header.Set(delivery.HeaderNamespace, tenant)
+		wg.Go(func() {
+			r := <-goDo(client, req)
+			s := "error"
+			if r.err == nil {
+				s = strconv.Itoa(r.resp.StatusCode) + " " + r.resp.Header.Get(delivery.HeaderForwardError)
+			}
+			mu.Lock()
+			got = append(got, strings.TrimSpace(s))
+			mu.Unlock()
+		})
+	}
+	go func() { wg.Wait(); out <- got }()
+	return out
+}
+
+// TestOneTenantFloodsASlowDestination: a tenant floods a slow destination
+// far past its share; another tenant's single call, to another
+// destination, still goes through at once; the flood's calls are either
+// held and answered, or refused with 429 tenant_limited or 503.
+func TestOneTenantFloodsASlowDestination(t *testing.T) {
+	hold := proxytest.NewHold(t)
+	slow := proxytest.NewDestination(t, hold.Reply)
+	fast := proxytest.NewDestination(t, nil)
+	fp := newFaultProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "16", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "16",
+		"FORWARD_MAX_INFLIGHT_PER_TENANT": "12", "FORWARD_TENANT_RESERVE": "4",
+	}, nil)
+	client := h1Client(t)
+	results := floodCalls(t, fp, client, slow.URL, "greedy", 60)
+	proxytest.Eventually(t, 10*time.Second, func() bool { return slow.Count() == 12 }, "the flood did not fill the tenant's share")
+
+	for i := range 3 {
+		req := fp.newRequest(t, fast.URL, strings.NewReader("e"))
+		req.Header.Set(delivery.HeaderNamespace, "quiet")
+		if resp, body := do(t, client, req); resp.StatusCode != http.StatusOK {
+			t.Errorf("call %d of the quiet tenant got %d %q while the other flooded", i, resp.StatusCode, body)
+		}
+	}
+	hold.Release()
+	counts := map[string]int{}
+	for _, s := range <-results {
+		counts[s]++
+	}
+	t.Logf("flood outcomes: %v", counts)
+	if counts["200"] < 12 || counts["429 tenant_limited"] == 0 || counts["200"]+counts["429 tenant_limited"]+counts["503 overloaded"] != 60 {
+		t.Errorf("flood outcomes %v: want 200 for the held calls and 429/503 refusals for the rest", counts)
+	}
+	if n := slow.Count(); n != counts["200"] {
+		t.Errorf("the slow destination saw %d calls, want %d (refused calls never reach it)", n, counts["200"])
+	}
+}
+
+// TestSlowDestinationCapped: a destination that holds every call gets at
+// most FORWARD_MAX_INFLIGHT_PER_DESTINATION of them, the rest refused with
+// 503 destination_busy, while calls to other destinations flow.
+func TestSlowDestinationCapped(t *testing.T) {
+	hold := proxytest.NewHold(t)
+	slow := proxytest.NewDestination(t, hold.Reply)
+	fast := proxytest.NewDestination(t, nil)
+	fp := newFaultProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "16", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "4", "FORWARD_MAX_INFLIGHT_PER_TENANT": "16",
+	}, nil)
+	client := h1Client(t)
+	results := floodCalls(t, fp, client, slow.URL, "a", 20)
+	proxytest.Eventually(t, 10*time.Second, func() bool { return slow.Count() == 4 }, "the slow destination was not filled")
+	for i := range 10 {
+		if resp, body := do(t, client, fp.newRequest(t, fast.URL, strings.NewReader("e"))); resp.StatusCode != http.StatusOK {
+			t.Errorf("call %d to another destination got %d %q", i, resp.StatusCode, body)
+		}
+	}
+	hold.Release()
+	counts := map[string]int{}
+	for _, s := range <-results {
+		counts[s]++
+	}
+	if counts["200"] != 4 || counts["503 destination_busy"] != 16 {
+		t.Errorf("outcomes at the slow destination %v, want 4 × 200 and 16 × 503 destination_busy", counts)
+	}
+}

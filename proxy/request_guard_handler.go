@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+)
+
+// NewRequestGuardHandler refuses, with 400 bad_request and before anything
+// is read or dialed, the requests the proxy does not forward:
+//   - CONNECT: the proxy forwards requests, it opens no tunnels;
+//   - an upgrade (Connection: upgrade with an Upgrade header), which
+//     httputil.ReverseProxy would otherwise turn into a raw tunnel past
+//     every limit once the destination answers 101;
+//   - a request the framing listener marked as ambiguously framed (see
+//     NewFramingListener); the connection is then closed, since where the
+//     next request starts is a matter of opinion.
+func NewRequestGuardHandler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Header.Get(headerFramingError) != "":
+			w.Header().Set("Connection", "close")
+			writeError(w, ReasonBadRequest, "ambiguous request framing: "+r.Header.Get(headerFramingError))
+		case r.Method == http.MethodConnect:
+			writeError(w, ReasonBadRequest, "CONNECT is not supported: the proxy forwards requests and opens no tunnels")
+		case isUpgrade(r.Header):
+			writeError(w, ReasonBadRequest, "protocol upgrades ("+r.Header.Get("Upgrade")+") are not forwarded")
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// isUpgrade reports whether h asks for a protocol upgrade, as
+// httputil.ReverseProxy sees it: an Upgrade header and an "upgrade" token
+// in Connection.
+func isUpgrade(h http.Header) bool {
+	if _, ok := h["Upgrade"]; !ok {
+		return false
+	}
+	for _, v := range h["Connection"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
