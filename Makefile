@@ -81,8 +81,19 @@ prometheus-tools:
 monitoring-rules:
 	$(GO) test -count=1 -run '^TestPrometheusRuleIsGenerated$$' ./test/monitoring/ -update
 
-bench: ## Go benchmarks of the hot path
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/
+# The scenario bench (cmd/loadgen, test/bench) runs after the Go benchmarks
+# and rewrites docs/benchmarks.md's tables and docs/bench/. BENCH_SCALE=0.1
+# shrinks it for a quick run; BENCH_N=1000,10000 picks the held calls over h2c.
+BENCH_SCALE ?= 1
+BENCH_N ?=
+BENCH_CACHE := $(CURDIR)/.cache/bench
+
+bench: ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
+	@mkdir -p $(BENCH_CACHE)
+	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ | tee $(BENCH_CACHE)/gobench.txt
+	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
+	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
+	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,37 @@
+package load
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// envHelper makes the test binary act as the load generator's helper
+// commands (sink, naive, sender), as cmd/loadgen does in a real run.
+const envHelper = "LOADGEN_TEST_HELPER"
+
+// proxyBin is the cmd/proxy binary the smoke test drives.
+var proxyBin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envHelper) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	dir, err := os.MkdirTemp("", "loadgen-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	proxyBin = filepath.Join(dir, "proxy")
+	build := exec.Command("go", "build", "-o", proxyBin, "knative.dev/event-forwarding-proxy/cmd/proxy")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the proxy:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}

@@ -1,0 +1,79 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/test/bench/result"
+)
+
+// TestSmoke runs every scenario in miniature (50 held calls) through the
+// real proxy binary and the naive peer, and checks that the harness
+// measured something in each: no timing is asserted.
+func TestSmoke(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "results.json")
+	var log strings.Builder
+	res, err := Run(t.Context(), Config{
+		ProxyBin:    proxyBin,
+		Self:        []string{self},
+		SelfEnv:     []string{envHelper + "=1"},
+		Nginx:       "off",
+		Peers:       []string{PeerProxy, PeerNaive},
+		HeldH2C:     []int{50},
+		HeldHTTP1:   []int{50},
+		NoPin:       true,
+		ProbeEvery:  2 * time.Millisecond,
+		ProbeCount:  20,
+		RampTimeout: time.Minute,
+		Concurrency: 4,
+		Warmup:      100 * time.Millisecond,
+		Window:      500 * time.Millisecond,
+		Seed:        SeedConfig{Sources: 20, Period: 500 * time.Millisecond, Hold: time.Second, Duration: 2 * time.Second},
+		Out:         out,
+		Log:         &log,
+	})
+	t.Logf("run log:\n%s", log.String())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(res.Held) != 4 || len(res.Throughput) != 4 || len(res.Seed) != 2 {
+		t.Fatalf("runs: %d held, %d throughput, %d seed; want 4, 4, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	}
+	for _, h := range res.Held {
+		if h.Reached != h.N || h.Failed != 0 || h.IdleRSSKB <= 0 || h.HeldRSSKB <= 0 || h.Through.Count == 0 || h.Direct.Count == 0 || h.Note != "" {
+			t.Errorf("held run measured nothing: %+v", h)
+		}
+	}
+	for _, tr := range res.Throughput {
+		if tr.Requests == 0 || tr.RPS <= 0 || tr.CPUSeconds <= 0 || tr.Latency.Count == 0 {
+			t.Errorf("throughput run measured nothing: %+v", tr)
+		}
+	}
+	for _, s := range res.Seed {
+		if s.Sent == 0 || s.PeakSenderRSSKB <= 0 || s.PeakSinkHeld == 0 || len(s.Samples) == 0 || s.HandOff.Count == 0 {
+			t.Errorf("seed run %s measured nothing: %+v", s.Mode, s)
+		}
+		if s.Mode == "proxy-async" && s.PeakProxyRSSKB <= 0 {
+			t.Errorf("seed run through the proxy has no proxy memory: %+v", s)
+		}
+	}
+	if res.Machine.Cores == 0 || res.Machine.GoVersion == "" || res.Machine.NofileLimit == 0 {
+		t.Errorf("machine = %+v", res.Machine)
+	}
+	written, err := result.Read(out)
+	if err != nil {
+		t.Fatalf("results file: %v", err)
+	}
+	if diff := cmp.Diff(res, written); diff != "" {
+		t.Errorf("results file differs from the results (-returned +file):\n%s", diff)
+	}
+}

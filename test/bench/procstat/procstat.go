@@ -1,0 +1,134 @@
+// Package procstat reads what the bench measures of a process from /proc:
+// resident memory and CPU time, of one process or of it and its children.
+package procstat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// RSSKB returns the resident set size of pid in KiB (VmRSS).
+func RSSKB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusKB(b, "VmRSS:")
+}
+
+func parseStatusKB(status []byte, key string) (int64, error) {
+	for line := range bytes.Lines(status) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			f := strings.Fields(string(rest))
+			if len(f) == 0 {
+				break
+			}
+			return strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in status", key)
+}
+
+// CPUSeconds returns the user plus system CPU time pid has used.
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f, err := statFields(b)
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command: state is index 0, so utime (field 14 of
+	// proc(5)) is index 11 and stime index 12.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// statFields returns the fields of a /proc/<pid>/stat line after the
+// command name, which may itself hold spaces and parentheses.
+func statFields(b []byte) ([]string, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, errors.New("malformed stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return nil, errors.New("short stat")
+	}
+	return f, nil
+}
+
+// Children returns the pids whose parent is pid.
+func Children(pid int) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f, err := statFields(b)
+		if err != nil {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// Group is a process and, when WithChildren, its direct children (nginx's
+// workers), measured together.
+type Group struct {
+	Pid          int
+	WithChildren bool
+}
+
+func (g Group) pids() []int {
+	if !g.WithChildren {
+		return []int{g.Pid}
+	}
+	return append([]int{g.Pid}, Children(g.Pid)...)
+}
+
+// RSSKB is the sum of the group's resident memory in KiB.
+func (g Group) RSSKB() (int64, error) {
+	var sum int64
+	for _, p := range g.pids() {
+		kb, err := RSSKB(p)
+		if err != nil {
+			return 0, err
+		}
+		sum += kb
+	}
+	return sum, nil
+}
+
+// CPUSeconds is the sum of the group's CPU time.
+func (g Group) CPUSeconds() (float64, error) {
+	var sum float64
+	for _, p := range g.pids() {
+		s, err := CPUSeconds(p)
+		if err != nil {
+			return 0, err
+		}
+		sum += s
+	}
+	return sum, nil
+}

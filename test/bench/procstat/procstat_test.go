@@ -1,0 +1,69 @@
+package procstat
+
+import (
+	"os"
+	"testing"
+)
+
+func TestStatFields(t *testing.T) {
+	tests := []struct {
+		name      string
+		stat      string
+		wantPPID  string
+		wantUtime string
+		wantErr   bool
+	}{
+		{name: "plain", stat: "42 (proxy) S 7 42 42 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 3 0 100 1000 200",
+			wantPPID: "7", wantUtime: "150"},
+		{name: "command with spaces and parentheses", stat: "42 (a) b (c) R 9 42 42 0 -1 0 0 0 0 0 7 8 0 0",
+			wantPPID: "9", wantUtime: "7"},
+		{name: "no command", stat: "42 proxy S 7", wantErr: true},
+		{name: "short", stat: "42 (proxy) S 7 42", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := statFields([]byte(tt.stat))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if f[1] != tt.wantPPID || f[11] != tt.wantUtime {
+				t.Errorf("ppid, utime = %q, %q; want %q, %q", f[1], f[11], tt.wantPPID, tt.wantUtime)
+			}
+		})
+	}
+}
+
+func TestParseStatusKB(t *testing.T) {
+	status := "Name:\tproxy\nVmPeak:\t  200 kB\nVmRSS:\t   12345 kB\nThreads:\t5\n"
+	tests := []struct {
+		name    string
+		key     string
+		want    int64
+		wantErr bool
+	}{
+		{name: "rss", key: "VmRSS:", want: 12345},
+		{name: "peak", key: "VmPeak:", want: 200},
+		{name: "missing", key: "VmSwap:", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatusKB([]byte(status), tt.key)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("parseStatusKB(%s) = %d, %v; want %d, error %v", tt.key, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSelf(t *testing.T) {
+	g := Group{Pid: os.Getpid(), WithChildren: true}
+	if kb, err := g.RSSKB(); err != nil || kb <= 0 {
+		t.Errorf("RSSKB of this process = %d, %v; want > 0", kb, err)
+	}
+	if _, err := g.CPUSeconds(); err != nil {
+		t.Errorf("CPUSeconds of this process: %v", err)
+	}
+}

@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"knative.dev/event-forwarding-proxy/test/bench/result"
+)
+
+func TestUpdate(t *testing.T) {
+	tests := []struct {
+		name     string
+		doc      string
+		sections map[string]string
+		want     string
+	}{
+		{
+			name:     "new file gets headed blocks",
+			doc:      "",
+			sections: map[string]string{"held": "T1"},
+			want:     "\n\n## held\n\n" + begin("held") + "\nT1\n" + end("held") + "\n",
+		},
+		{
+			name:     "prose around a block is kept",
+			doc:      "# Bench\nintro\n" + begin("held") + "\nold\n" + end("held") + "\nafter\n",
+			sections: map[string]string{"held": "new"},
+			want:     "# Bench\nintro\n" + begin("held") + "\nnew\n" + end("held") + "\nafter\n",
+		},
+		{
+			name:     "a block not in sections is left alone",
+			doc:      begin("gobench") + "\nkeep\n" + end("gobench") + "\n",
+			sections: map[string]string{},
+			want:     begin("gobench") + "\nkeep\n" + end("gobench") + "\n",
+		},
+		{
+			name:     "a missing block is appended after the others",
+			doc:      "# Bench\n" + begin("held") + "\nx\n" + end("held") + "\n",
+			sections: map[string]string{"held": "y", "seed": "z"},
+			want:     "# Bench\n" + begin("held") + "\ny\n" + end("held") + "\n\n## seed\n\n" + begin("seed") + "\nz\n" + end("seed") + "\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Update(tt.doc, tt.sections); got != tt.want {
+				t.Errorf("Update =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// sample is a small run with every scenario.
+func sample() *result.Results {
+	held := func(peer, proto string, n int, perCall, p99 float64) result.HeldRun {
+		return result.HeldRun{Peer: peer, Protocol: proto, N: n, Reached: n, IdleRSSKB: 10000,
+			HeldRSSKB: 10000 + int64(perCall*float64(n)/1024), BytesPerCall: perCall,
+			Added: result.Latency{Count: 100, P50: 0.3, P99: p99, Max: p99 * 2}}
+	}
+	return &result.Results{
+		Machine: result.Machine{CPUModel: "test CPU", Cores: 2, GoVersion: "go1.26", PeerCPU: 1},
+		Scale:   1,
+		Held: []result.HeldRun{
+			held("proxy", "h2c", 1000, 9000, 3), held("proxy", "h2c", 100000, 7000, 40),
+			held("naive", "h2c", 1000, 20000, 5), held("naive", "h2c", 100000, 22000, 900),
+			held("proxy", "http1", 1000, 40000, 60),
+		},
+		Throughput: []result.ThroughputRun{
+			{Peer: "proxy", Protocol: "http1", Requests: 1000, Seconds: 1, RPS: 1000, CPUSeconds: 0.04, CPUMicrosPerRequest: 40},
+			{Peer: "naive", Protocol: "http1", Requests: 1000, Seconds: 1, RPS: 1000, CPUSeconds: 0.09, CPUMicrosPerRequest: 90},
+		},
+		Seed: []result.SeedRun{
+			{Mode: "direct", Sent: 10, PeakSenderRSSKB: 5000, Samples: []result.SeedSample{{T: 1, SenderRSSKB: 4000, SenderInflight: 5}, {T: 2, SenderRSSKB: 5000, SenderInflight: 10}}},
+			{Mode: "proxy-async", Sent: 10, PeakProxyRSSKB: 9000, Samples: []result.SeedSample{{T: 1, SenderRSSKB: 3000, ProxyRSSKB: 9000, SinkHeld: 10}}},
+		},
+	}
+}
+
+func TestTargets(t *testing.T) {
+	got := targets(sample())
+	for _, want := range []string{
+		"≤ 8 KB RSS per held call at 100000 h2c | 6.8 KB | 21.5 KB | **met**",
+		"p50 ≤ 2 ms at every N | worst 0.30 ms (h2c N=1000) | worst 0.30 ms (h2c N=1000) | **met**",
+		"p99 ≤ 50 ms at every N | worst 60.00 ms (http1 N=1000) | worst 900.00 ms (h2c N=100000) | **not met**",
+		"over HTTP/1.1 | 40.0 µs | 90.0 µs | **met**",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("targets lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestTargetsWithoutData(t *testing.T) {
+	got := targets(&result.Results{})
+	if n := strings.Count(got, "not measured"); n != 14 {
+		t.Errorf("%d cells say not measured, want 14:\n%s", n, got)
+	}
+}
+
+func TestPlotsAndDoc(t *testing.T) {
+	dir := t.TempDir()
+	res := sample()
+	if err := Plots(res, dir); err != nil {
+		t.Fatalf("Plots: %v", err)
+	}
+	for _, name := range []string{PlotMemory, PlotLatency, PlotCPU, PlotSeed} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: not a PNG (%v)", name, err)
+		}
+	}
+	doc := filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(doc, []byte("# Benchmarks\nprose\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDoc(doc, Doc{Results: res, GoBench: "BenchmarkX 1 ns/op\n", PlotDir: "bench"}); err != nil {
+		t.Fatalf("WriteDoc: %v", err)
+	}
+	b, _ := os.ReadFile(doc)
+	for _, want := range []string{"# Benchmarks\nprose\n", "| h2c | 100000 | proxy |", "BenchmarkX 1 ns/op", "](bench/memory.png)", "test CPU"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("document lacks %q", want)
+		}
+	}
+}
