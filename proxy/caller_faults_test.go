@@ -46,6 +46,7 @@ func bigAnswer(done chan<- int64) proxytest.Reply {
 func TestSlowReadingCaller(t *testing.T) {
 	for _, client := range []string{"http1", "h2c"} {
 		t.Run(client, func(t *testing.T) {
+			t.Parallel() // each waits for a deadline
 			written := make(chan int64, 1)
 			dest := proxytest.NewDestination(t, bigAnswer(written))
 			fp := newFaultProxy(t, nil, nil)

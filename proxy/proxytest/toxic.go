@@ -59,15 +59,18 @@ func (x *Toxic) Remove(t testing.TB, name string) {
 }
 
 // IgnoreToxiproxy are goleak options that leave out toxiproxy's own
-// goroutines: after a reset_peer or latency toxic, toxiproxy v2.12.0 leaves
-// pipe goroutines blocked on channel sends that nobody drains. They belong
-// to the test tool, not to the code under test; every other goroutine
-// still counts.
+// goroutines: those of a Toxic still running (its listener), and the pipe
+// goroutines that toxiproxy v2.12.0 leaves blocked on channel sends nobody
+// drains after a reset_peer or latency toxic. They belong to the test
+// tool, not to the code under test; every other goroutine still counts.
 func IgnoreToxiproxy() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"),
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).RemoveToxic.func1"),
+		// A running Toxic's listener, until the test's cleanup stops it.
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).server"),
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*Proxy).freeBlocker"),
 	}
 }
