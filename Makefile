@@ -94,6 +94,7 @@ bench: ## Go benchmarks of the hot path, then the scenario bench (docs/benchmark
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
 	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
 	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench
+	$(GO) test -run='^$$' -bench=AdapterTick -benchtime=3x -timeout 20m ./test/sender/
 
 clean:
 	rm -rf $(BIN)
