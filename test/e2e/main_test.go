@@ -3,11 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,14 @@ import (
 	"testing"
 	"time"
 )
+
+// Shared with the other process tests (test/testproc).
+var (
+	freePort   = testproc.FreePort
+	eventually = testproc.Eventually
+)
+
+type syncBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary built once by TestMain, with the race
 // detector so that a race in the real process fails the test that saw it.
@@ -141,28 +148,6 @@ func (p *proc) post(t *testing.T, body string, headers ...string) *http.Response
 	return resp
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// eventually polls cond until it holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // recorded is one request as a sink saw it.
 type recorded struct {
 	Method string
@@ -240,24 +225,6 @@ func (b *blocker) hold(w http.ResponseWriter, r *http.Request, _ int) {
 		_, _ = io.WriteString(w, "released")
 	case <-r.Context().Done():
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // ctx returns a context that ends with the test or after d.

@@ -5,10 +5,9 @@
 package mtping
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,14 @@ import (
 	"testing"
 	"time"
 )
+
+// Shared with the other process tests (test/testproc).
+var (
+	freePort   = testproc.FreePort
+	eventually = testproc.Eventually
+)
+
+type syncBuffer = testproc.SyncBuffer
 
 // bins are the binaries built once by TestMain, with the race detector so
 // that a race in a real process fails the test that saw it.
@@ -146,43 +153,4 @@ func (p *proc) wait(d time.Duration) error {
 		p.t.Fatalf("%s still running after %s", p.name, d)
 		return nil
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// eventually polls cond until it holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -7,17 +7,15 @@
 package reliability
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"net"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +24,13 @@ import (
 
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
 )
+
+// Shared with the other process tests (test/testproc).
+var (
+	freePort = testproc.FreePort
+)
+
+type lockedBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary built by TestMain.
 var proxyBin string
@@ -145,34 +150,6 @@ func (p *proc) wait(d time.Duration) error {
 		p.t.Fatalf("the proxy still runs after %s", d)
 		return nil
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's two output streams.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // post sends body to the proxy at url, for dest, with headers (name, value

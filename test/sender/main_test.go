@@ -8,7 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,11 +16,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// Shared with the other process tests (test/testproc).
+var (
+	freePort   = testproc.FreePort
+	eventually = testproc.Eventually
+)
+
+type syncBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary, built once by TestMain before any test runs
 // and never written again; with the race detector when this test binary
@@ -169,48 +176,6 @@ func mustURL(tb testing.TB, raw string) *url.URL {
 		tb.Fatal(err)
 	}
 	return u
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// eventually polls cond every 10 ms until it holds, failing after d.
-func eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting until %s", d, what)
-		}
-		<-tick.C
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // ctxFor returns a context that ends with the test or after d.
