@@ -141,6 +141,7 @@ func (o *orch) startNginx(ctx context.Context, protocol, sinkAddr string) (*chil
 	if err != nil {
 		return nil, err
 	}
+	o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(dir) })
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -162,7 +163,6 @@ func (o *orch) startNginx(ctx context.Context, protocol, sinkAddr string) (*chil
 		c.stop(time.Second)
 		return nil, err
 	}
-	o.cleanup = append(o.cleanup, func() { _ = os.RemoveAll(dir) })
 	return c, nil
 }
 

@@ -105,7 +105,7 @@ func (o *orch) runSeed(ctx context.Context, mode string) (r result.SeedRun) {
 		o.notef("seed %s: no summary from the sender: %s", mode, snd.logs.String())
 		return r
 	}
-	r.Sent, r.Errors, r.HandOff, r.SenderCPUSeconds = sum.Sent, sum.Errors, sum.HandOff, sum.CPUSeconds
+	r.Sent, r.Errors, r.Cut, r.HandOff, r.SenderCPUSeconds = sum.Sent, sum.Errors, sum.Cut, sum.HandOff, sum.CPUSeconds
 	for _, x := range r.Samples {
 		r.PeakSenderRSSKB = max(r.PeakSenderRSSKB, x.SenderRSSKB)
 		r.PeakSenderInflight = max(r.PeakSenderInflight, x.SenderInflight)

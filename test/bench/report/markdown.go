@@ -140,12 +140,12 @@ func seedTable(r *result.Results) string {
 		}
 		rows = append(rows, []string{
 			s.Mode, fmt.Sprintf("%d / %gs", s.Sources, s.PeriodSeconds), fmt.Sprintf("%gs", s.HoldSeconds),
-			fmt.Sprintf("%gs", s.DurationSeconds), fmt.Sprint(s.Sent), fmt.Sprint(s.Errors),
+			fmt.Sprintf("%gs", s.DurationSeconds), fmt.Sprint(s.Sent), fmt.Sprint(s.Errors), fmt.Sprint(s.Cut),
 			mb(s.PeakSenderRSSKB), fmt.Sprint(s.PeakSenderInflight), proxy, fmt.Sprint(s.PeakSinkHeld),
 			f2(s.HandOff.P50) + " / " + f2(s.HandOff.P99), f2(s.SenderCPUSeconds), f2(s.ProxyCPUSeconds),
 		})
 	}
-	return table([]string{"mode", "sources / period", "hold", "run", "sent", "errors", "sender peak RSS MB",
+	return table([]string{"mode", "sources / period", "hold", "run", "sent", "errors", "cut at the end", "sender peak RSS MB",
 		"sender peak in flight", "proxy peak RSS MB", "sinks peak held", "sender wait p50 / p99 ms", "sender CPU s", "proxy CPU s"}, rows)
 }
 

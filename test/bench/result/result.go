@@ -135,6 +135,8 @@ type SeedRun struct {
 	DurationSeconds float64 `json:"durationSeconds"`
 	Sent            int64   `json:"sent"`
 	Errors          int64   `json:"errors"`
+	// Cut counts calls still in flight when the sender stopped.
+	Cut int64 `json:"cut"`
 	// Peak values over the run.
 	PeakSenderRSSKB    int64   `json:"peakSenderRssKB"`
 	PeakSenderInflight int64   `json:"peakSenderInflight"`

@@ -44,8 +44,9 @@ type Params struct {
 	Period time.Duration
 	// Hold is how long the sink holds each call. If zero, 60 s.
 	Hold time.Duration
-	// Duration bounds the run: ticks fire while it lasts, and calls still
-	// in flight at its end are cancelled. If zero, 90 s.
+	// Duration bounds the run: ticks fire at 0, Period, 2 Period... while
+	// it lasts (9 ticks for 90 s every 10 s), and calls still in flight at
+	// its end are cancelled. If zero, 90 s.
 	Duration time.Duration
 	// Every is the sampling interval. If zero, 1 s.
 	Every time.Duration
@@ -103,12 +104,15 @@ func Run(ctx context.Context, p Params, out io.Writer) error {
 	defer tick.Stop()
 	sample := time.NewTicker(p.Every)
 	defer sample.Stop()
+	ticks := int((p.Duration-1)/p.Period) + 1
 	r.fire(ctx, &wg, 0)
 	for n := 1; ctx.Err() == nil; {
 		select {
 		case <-tick.C:
-			r.fire(ctx, &wg, n)
-			n++
+			if n < ticks {
+				r.fire(ctx, &wg, n)
+				n++
+			}
 		case <-sample.C:
 			_ = enc.Encode(r.sample(start))
 		case <-ctx.Done():
