@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,8 +22,14 @@ var (
 // stops sending cannot hold a slot. The idle deadline is a read deadline on
 // the caller's connection (or HTTP/2 stream), cleared once the body ends so
 // that it never cuts the wait for the destination's answer.
+//
+// The transport reads it on a goroutine of its own that can outlive the
+// handler; once the handler has closed it, it no longer touches the
+// caller's connection, which belongs to the next request by then.
 type guardedBody struct {
 	rc       io.ReadCloser
+	mu       sync.Mutex // guards ctl against Close
+	closed   bool
 	ctl      *http.ResponseController
 	max, n   int64
 	idle     time.Duration
@@ -47,7 +54,9 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if rem := b.max - b.n + 1; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	if !b.control(func() { _ = b.ctl.SetReadDeadline(time.Now().Add(b.idle)) }) {
+		return 0, http.ErrBodyReadAfterClose
+	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
 	switch {
@@ -56,13 +65,25 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		return n, errBodyStalled
 	case b.n > b.max:
 		b.tooLarge.Store(true)
-		b.abandon()
+		b.control(b.abandon)
 		return 0, errBodyTooLarge
 	case err != nil:
-		_ = b.ctl.SetReadDeadline(time.Time{})
+		b.control(func() { _ = b.ctl.SetReadDeadline(time.Time{}) })
 		b.malformed.Store(isMalformedBody(err))
 	}
 	return n, err
+}
+
+// control runs f on the caller's connection unless the body is closed; it
+// reports whether it ran.
+func (b *guardedBody) control(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	f()
+	return true
 }
 
 // abandon leaves the read deadline in the past: the rest of a refused body
@@ -70,7 +91,15 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 // the answer instead of draining it.
 func (b *guardedBody) abandon() { _ = b.ctl.SetReadDeadline(time.Unix(1, 0)) }
 
+// Close ends the body; the handler calls it before it returns, the
+// transport when it is done with the body. Only the first call counts.
 func (b *guardedBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
 	if b.stalled.Load() || b.tooLarge.Load() {
 		b.abandon()
 	} else {

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,82 +85,214 @@ func (p *ForwardParams) useH2C(ctx context.Context, inboundHTTP2 bool, c *call) 
 
 // NewForwardHandler forwards a synchronous call and streams the
 // destination's answer back: method, body and end-to-end headers as they
-// came, hop-by-hop and Kn-Forward-* headers stripped, status, headers and
-// body of the answer unchanged. It never retries: the caller owns retries.
+// came, hop-by-hop and Kn-Forward-* headers stripped, status, headers,
+// body and trailers of the answer unchanged. It never retries: the caller
+// owns retries.
+//
+// It is a reverse proxy written for calls that are held for minutes: the
+// outbound request is the inbound one, shallow-copied once, with its
+// headers edited in place (no clone), and while the call waits for its
+// answer it owns no buffer, no timer but its deadline, and a stack as
+// shallow as the handler chain allows.
 func NewForwardHandler(p ForwardParams, logger *zap.SugaredLogger) http.Handler {
 	p.defaults()
 	f := &forwarder{p: p, logger: logger}
-	h1, h2c := p.roundTrippers()
-	f.h1 = f.reverseProxy(h1)
-	f.h2 = f.reverseProxy(h2c)
+	f.h1, f.h2 = p.roundTrippers()
 	return f
 }
 
 type forwarder struct {
 	p      ForwardParams
 	logger *zap.SugaredLogger
-	h1, h2 *httputil.ReverseProxy
-}
-
-func (f *forwarder) reverseProxy(t http.RoundTripper) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite:      f.rewrite,
-		Transport:    t,
-		BufferPool:   copyBuffers,
-		ErrorHandler: f.fail,
-		ErrorLog:     zap.NewStdLog(f.logger.Desugar()),
-	}
+	h1, h2 http.RoundTripper
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callFrom(r.Context())
-	ctx := r.Context()
-	if f.p.Stop != nil {
-		var cut context.CancelCauseFunc
-		ctx, cut = context.WithCancelCause(ctx)
-		defer cut(nil)
-		defer context.AfterFunc(f.p.Stop, func() { cut(context.Cause(f.p.Stop)) })()
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	// One context carries the call's deadline; the drain deadline
+	// (f.p.Stop) and the caller leaving cancel it too.
+	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
 	defer cancel()
-	defer releaseStalledCaller(ctx, w)()
+	if f.p.Stop != nil {
+		defer context.AfterFunc(f.p.Stop, cancel)()
+	}
 	out := r.WithContext(ctx)
-	if r.Body != nil && r.Body != http.NoBody {
-		c.body = newGuardedBody(w, r.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
+	h2c := f.p.useH2C(ctx, r.ProtoMajor == 2, c)
+	f.outbound(out, c, w)
+	if c.body != nil {
+		// The transport may still read the body once the handler has
+		// returned; closed, it reads nothing more of the caller.
+		defer c.body.Close()
+	}
+	rt := f.h2
+	if !h2c {
+		rt = f.h1
+		if err := preread(out, c); err != nil {
+			defer releaseStalledCaller(ctx, w)()
+			f.fail(w, out, err)
+			return
+		}
+	}
+	resp, err := rt.RoundTrip(out)
+	// From here on the caller is written to: a caller that stopped
+	// reading must not hold the call once it is over.
+	defer releaseStalledCaller(ctx, w)()
+	if err != nil {
+		f.fail(w, out, err)
+		return
+	}
+	f.answer(w, out, resp)
+}
+
+// preReadMax is the largest declared body read before an HTTP/1.1 call
+// starts. A body that streams costs the transport a write of its own for
+// the headers and then one per part; a small body read first goes out with
+// the headers in one write, which on loopback is a sixth of the proxy's CPU
+// per call. Events are small; larger bodies still stream.
+const preReadMax = 16 << 10
+
+// preread reads a small body of declared length before out goes out over
+// HTTP/1.1 (see preReadMax). The bytes then belong to the call until it
+// ends, as the transport keeps the request; over h2c, where the held calls
+// are counted in tens of thousands, bodies stream instead.
+func preread(out *http.Request, c *call) error {
+	if c.body == nil || out.ContentLength <= 0 || out.ContentLength > preReadMax {
+		return nil
+	}
+	b := make([]byte, out.ContentLength)
+	if _, err := io.ReadFull(c.body, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the body ended before its declared %d bytes: %w", out.ContentLength, err)
+		}
+		return err
+	}
+	out.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// outbound turns out, a shallow copy of the inbound request, into the
+// request to the destination. Its header map is the inbound one, edited in
+// place: the server reads nothing of it once the handler runs, except the
+// keep-alive wish of an HTTP/1.0 caller, whose headers are copied instead.
+func (f *forwarder) outbound(out *http.Request, c *call, w http.ResponseWriter) {
+	out.URL = c.dest
+	out.Host = ""
+	out.RequestURI = ""
+	out.Close = false
+	if !out.ProtoAtLeast(1, 1) {
+		out.Header = out.Header.Clone()
+	}
+	h := out.Header
+	trailers := headerHasToken(h["Te"], "trailers")
+	removeHopByHop(h)
+	removeForwardHeaders(h)
+	if trailers {
+		h["Te"] = teTrailers
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = noUserAgent // not Go's default
+	}
+	loop := h[cdnLoopKey]
+	h[cdnLoopKey] = append(loop[:len(loop):len(loop)], f.p.LoopID) // never into a slice shared with another header
+	switch {
+	case out.ContentLength == 0:
+		out.Body = nil
+	case out.Body != nil && out.Body != http.NoBody:
+		c.body = newGuardedBody(w, out.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
 		out.Body = c.body
 	}
-	if f.p.useH2C(ctx, r.ProtoMajor == 2, c) {
-		f.h2.ServeHTTP(w, out)
-	} else {
-		f.h1.ServeHTTP(w, out)
+}
+
+var (
+	cdnLoopKey  = http.CanonicalHeaderKey(headerCDNLoop)
+	teTrailers  = []string{"trailers"}
+	noUserAgent = []string{""}
+)
+
+// answer streams resp, the destination's answer, to the caller. A break in
+// the middle, on either side, aborts the caller's answer (the caller sees
+// a reset, not a short body that looks complete).
+func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.Response) {
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		writeError(w, ReasonUnreachable, "the destination switched protocols, which the proxy never asks for")
+		return
 	}
+	removeHopByHop(resp.Header)
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	for k := range resp.Trailer {
+		h.Add("Trailer", k)
+	}
+	w.WriteHeader(resp.StatusCode)
+	if err := copyAnswer(w, resp); err != nil {
+		f.logger.Debugw("Answer broke off", zap.String("destination", out.URL.Host), zap.Error(err))
+		panic(http.ErrAbortHandler)
+	}
+	// Trailers the destination did not announce come too: the prefix
+	// sends any of them.
+	for k, v := range resp.Trailer {
+		h[http.TrailerPrefix+k] = v
+	}
+}
+
+// copyAnswer copies resp's body to w through a pooled buffer, flushing
+// after every write when the answer streams (no declared length, or
+// server-sent events), as a client waiting for each part expects.
+func copyAnswer(w http.ResponseWriter, resp *http.Response) error {
+	var flush func() error
+	if resp.ContentLength == -1 || isEventStream(resp.Header) {
+		flush = http.NewResponseController(w).Flush
+	}
+	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
+	defer copyBufferPool.Put(buf)
+	for {
+		n, rerr := resp.Body.Read(buf[:])
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if flush != nil {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		switch {
+		case rerr == io.EOF:
+			return nil
+		case rerr != nil:
+			return rerr
+		}
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// headerHasToken reports whether a comma-separated list in vals holds tok.
+func headerHasToken(vals []string, tok string) bool {
+	for _, v := range vals {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), tok) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // errShuttingDown is the cause of calls cut at the drain deadline.
 var errShuttingDown = errors.New("the proxy shut down before the destination answered")
 
-// forwardedHeaders are end-to-end headers that ReverseProxy removes before
-// Rewrite; the proxy forwards them as the caller sent them.
-var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
-
-func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
-	c := callFrom(pr.In.Context())
-	u := *c.dest
-	pr.Out.URL = &u
-	pr.Out.Host = ""
-	for _, k := range forwardedHeaders {
-		if v, ok := pr.In.Header[k]; ok {
-			pr.Out.Header[k] = v
-		}
-	}
-	removeForwardHeaders(pr.Out.Header)
-	pr.Out.Header.Add(headerCDNLoop, f.p.LoopID)
-}
-
 // fail answers a call that got no response from its destination.
 func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
 	c := callFrom(out.Context())
-	reason := failureReason(out.Context(), c, err)
+	reason := failureReason(out.Context(), f.p.Stop, c, err)
 	if reason == "" {
 		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))
 		return
@@ -167,7 +302,7 @@ func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
 
 // failureReason classifies why a call got no response; "" when the caller
 // went away and nobody is listening.
-func failureReason(ctx context.Context, c *call, err error) Reason {
+func failureReason(ctx, stop context.Context, c *call, err error) Reason {
 	switch {
 	case c.body != nil && c.body.tooLarge.Load():
 		return ReasonBodyTooLarge
@@ -179,7 +314,7 @@ func failureReason(ctx context.Context, c *call, err error) Reason {
 		return ReasonDestinationDenied
 	case errors.Is(err, delivery.ErrBreakerOpen):
 		return ReasonDestinationBusy
-	case errors.Is(context.Cause(ctx), errShuttingDown):
+	case ctx.Err() != nil && stop != nil && errors.Is(context.Cause(stop), errShuttingDown):
 		return ReasonDraining
 	}
 	switch delivery.Classify(ctx, err) {
@@ -210,19 +345,8 @@ func failureMessage(reason Reason, c *call, err error) string {
 	}
 }
 
-// copyBuffers lends ReverseProxy 32 KiB copy buffers, so that a held call
-// owns no buffer while it waits.
-var copyBuffers httputil.BufferPool = bufferPool{}
-
+// copyBufferPool lends the answers' copies 32 KiB buffers, so that a held
+// call owns no buffer while it waits.
 const copyBufferSize = 32 << 10
 
 var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
-
-type bufferPool struct{}
-
-func (bufferPool) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
-func (bufferPool) Put(b []byte) {
-	if len(b) == copyBufferSize {
-		copyBufferPool.Put((*[copyBufferSize]byte)(b))
-	}
-}

@@ -103,6 +103,7 @@ func TestServiceSettings(t *testing.T) {
 				{name: "held calls fit the proxy's memory budget", got: proxy.MaxInflight <= config.DefaultMaxInflight(memLimit), want: true},
 				{name: "memory request is the limit", got: c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()), want: 0},
 				{name: "GOMEMLIMIT near 90% of the limit", got: goMemLimitRatio(t, env["GOMEMLIMIT"], memLimit), want: 0.9},
+				{name: "goroutines start with small stacks", got: env["GODEBUG"], want: config.ProxyGODEBUG},
 				{name: "proxy timeout is the revision's", got: proxy.MaxTimeout, want: timeout},
 				{name: "drain ends within the pod's grace period", got: proxy.DrainTimeout < timeout, want: true},
 				{name: "metrics port is free in a Knative pod", got: knativePorts[proxy.MetricsPort], want: false},

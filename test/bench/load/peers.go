@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/config"
 )
 
 // Peers: the proxies the bench compares.
@@ -98,6 +100,7 @@ func (o *orch) startProxyAs(ctx context.Context, name string, argv []string, pro
 		"FORWARD_H2_MAX_CONCURRENT_STREAMS=" + strconv.Itoa(benchMaxStreams),
 		"FORWARD_DESTINATION_PROTOCOL=" + protocol,
 		"FORWARD_LOG_LEVEL=warn",
+		"GODEBUG=" + config.ProxyGODEBUG, // as the manifests run it
 	}, env...)
 	penv = append(penv, o.cfg.ProxyEnv...)
 	c, err := o.start(ctx, childSpec{name: name, argv: argv, env: penv, cpu: o.peerCPU})
