@@ -29,7 +29,7 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@echo "    -H 'Content-Type: application/json' -d '{\"hello\":\"world\"}'"
 	@echo "Add -H 'Prefer: respond-async' for a 202 hand-off."
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
-	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost $(BIN)/proxy
+	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
 test: lint tools unit fuzz-short ## everything CI runs
 
@@ -88,13 +88,23 @@ BENCH_SCALE ?= 1
 BENCH_N ?=
 BENCH_CACHE := $(CURDIR)/.cache/bench
 
-bench: ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
+bench: tools ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
 	@mkdir -p $(BENCH_CACHE)
 	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ | tee $(BENCH_CACHE)/gobench.txt
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
 	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
 	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench
 	$(GO) test -run='^$$' -bench=AdapterTick -benchtime=3x -timeout 20m ./test/sender/
+	$(GO) test -run='^$$' -bench=Seed -benchtime=1x -timeout 30m ./test/mtping/
+
+# The seed scenario in small, with a live view (about a minute, loopback
+# only): DEMO_FLAGS='-sources 5000 -hold 30s' changes it ($(BIN)/demo -h).
+.PHONY: demo
+DEMO_FLAGS ?=
+
+demo: ## the seed scenario in small, live: an adapter direct to slow sinks, then through the proxy
+	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/demo
+	$(BIN)/demo -proxy $(BIN)/proxy $(DEMO_FLAGS)
 
 clean:
 	rm -rf $(BIN)
