@@ -42,3 +42,21 @@ func parseMemoryLimit(s string) int64 {
 // The runtime reads this setting only at start-up, so it cannot be set
 // from inside the program.
 const ProxyGODEBUG = "adaptivestackstart=0"
+
+// SoftMemoryLimit is the Go runtime's soft memory limit for a container
+// limited to memLimit bytes: 90 % of it, so that the collector works
+// harder before the kernel's OOM killer acts, and a large heap of held
+// calls is collected by the limit rather than only when it doubles. It
+// reports false, leaving the runtime alone, when GOMEMLIMIT is set (the
+// operator's value wins; the runtime has applied it already) or there is
+// no limit (below 1 MiB, no Go process could start in it: not a limit
+// worth following).
+func SoftMemoryLimit(lookup func(string) (string, bool), memLimit int64) (int64, bool) {
+	if v, ok := lookup("GOMEMLIMIT"); ok && strings.TrimSpace(v) != "" {
+		return 0, false
+	}
+	if memLimit < 1<<20 {
+		return 0, false
+	}
+	return min(memLimit, 1<<60) / 10 * 9, true
+}

@@ -102,3 +102,33 @@ func TestDefaultMaxInflight(t *testing.T) {
 		})
 	}
 }
+
+func TestSoftMemoryLimit(t *testing.T) {
+	env := func(kv map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		memLimit int64
+		want     int64
+		wantOK   bool
+	}{
+		{name: "container limit, no GOMEMLIMIT", memLimit: 128 << 20, want: 128 << 20 / 10 * 9, wantOK: true},
+		{name: "GOMEMLIMIT set wins", env: map[string]string{"GOMEMLIMIT": "100MiB"}, memLimit: 128 << 20},
+		{name: "GOMEMLIMIT=off is the operator's choice too", env: map[string]string{"GOMEMLIMIT": "off"}, memLimit: 128 << 20},
+		{name: "GOMEMLIMIT empty counts as unset", env: map[string]string{"GOMEMLIMIT": " "}, memLimit: 1 << 30, want: 1 << 30 / 10 * 9, wantOK: true},
+		{name: "no container limit", memLimit: 0},
+		{name: "below 1 MiB is no limit", memLimit: 1<<20 - 1},
+		{name: "1 MiB", memLimit: 1 << 20, want: 1 << 20 / 10 * 9, wantOK: true},
+		{name: "huge limit does not overflow", memLimit: math.MaxInt64, want: 1 << 60 / 10 * 9, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := SoftMemoryLimit(env(tt.env), tt.memLimit)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("SoftMemoryLimit(%v, %d) = %d, %v; want %d, %v", tt.env, tt.memLimit, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}

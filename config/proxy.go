@@ -39,6 +39,11 @@ type Proxy struct {
 	// DeniedCIDRs are denied on top of the built-in list
 	// (FORWARD_DENIED_CIDRS); if unset, none.
 	DeniedCIDRs []netip.Prefix
+	// KubernetesAPI is the Kubernetes API's ClusterIP, from the
+	// KUBERNETES_SERVICE_HOST every pod gets; never dialed, whatever name
+	// leads to it and whatever FORWARD_ALLOWED_CIDRS allows. Invalid when
+	// the variable is unset or not an address.
+	KubernetesAPI netip.Addr
 
 	// MaxInflight is the pod's admission limit, sync and async calls
 	// together (FORWARD_MAX_INFLIGHT); if unset, sized from the memory limit.
@@ -191,6 +196,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		AllowedHosts:           r.hosts("FORWARD_ALLOWED_HOSTS", []string{"*.svc.cluster.local", "*.svc"}),
 		AllowedCIDRs:           r.cidrs("FORWARD_ALLOWED_CIDRS"),
 		DeniedCIDRs:            r.cidrs("FORWARD_DENIED_CIDRS"),
+		KubernetesAPI:          kubernetesAPI(lookup),
 		MaxInflight:            r.positiveInt("FORWARD_MAX_INFLIGHT", DefaultMaxInflight(memLimit)),
 		MaxEventBytes:          int64(r.positiveInt("FORWARD_MAX_EVENT_BYTES", 4<<20)),
 		MaxTimeout:             r.duration("FORWARD_MAX_TIMEOUT", 10*time.Minute),
@@ -432,6 +438,18 @@ func (r *reader) hosts(name string, def []string) []string {
 		v[i] = h
 	}
 	return v
+}
+
+// kubernetesAPI parses KUBERNETES_SERVICE_HOST, which Kubernetes sets to
+// the API's ClusterIP in every pod; anything else (unset, a name) is no
+// address.
+func kubernetesAPI(lookup func(string) (string, bool)) netip.Addr {
+	v, _ := lookup("KUBERNETES_SERVICE_HOST")
+	a, err := netip.ParseAddr(strings.TrimSpace(v))
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap().WithZone("")
 }
 
 func (r *reader) cidrs(name string) []netip.Prefix {

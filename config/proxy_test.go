@@ -17,7 +17,10 @@ func env(m map[string]string) func(string) (string, bool) {
 	}
 }
 
-var comparePrefixes = cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })
+var comparePrefixes = cmp.Options{
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+}
 
 // defaults is the configuration with nothing set and no memory limit, as
 // the field comments document it.
@@ -84,6 +87,16 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_MAX_INFLIGHT of one", env: map[string]string{"FORWARD_MAX_INFLIGHT": "1"}, want: func(p *Proxy) {
 			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 1, 1, 1, 0
 		}},
+		{name: "KUBERNETES_SERVICE_HOST", env: map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, want: func(p *Proxy) {
+			p.KubernetesAPI = netip.MustParseAddr("10.96.0.1")
+		}},
+		{name: "KUBERNETES_SERVICE_HOST v6", env: map[string]string{"KUBERNETES_SERVICE_HOST": " fd00:10:96::1 "}, want: func(p *Proxy) {
+			p.KubernetesAPI = netip.MustParseAddr("fd00:10:96::1")
+		}},
+		{name: "KUBERNETES_SERVICE_HOST mapped is the IPv4 address", env: map[string]string{"KUBERNETES_SERVICE_HOST": "::ffff:10.96.0.1"}, want: func(p *Proxy) {
+			p.KubernetesAPI = netip.MustParseAddr("10.96.0.1")
+		}},
+		{name: "KUBERNETES_SERVICE_HOST a name is no address", env: map[string]string{"KUBERNETES_SERVICE_HOST": "kubernetes.default.svc"}, want: func(*Proxy) {}},
 		{name: "PORT", env: map[string]string{"PORT": "8081"}, want: func(p *Proxy) { p.Port = 8081 }},
 		{name: "PORT with spaces", env: map[string]string{"PORT": " 8081 "}, want: func(p *Proxy) { p.Port = 8081 }},
 		{name: "PORT lowest", env: map[string]string{"PORT": "1"}, want: func(p *Proxy) { p.Port = 1 }},

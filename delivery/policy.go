@@ -37,6 +37,10 @@ type Policy struct {
 	Denied []netip.Prefix
 	// Self are the proxy's own addresses.
 	Self []netip.Addr
+	// API is the Kubernetes API's ClusterIP, refused like Denied (no
+	// exception: an allowed service range must not open the API). Ignored
+	// when invalid.
+	API netip.Addr
 }
 
 // CheckAddr returns an error wrapping ErrDestinationDenied when a may not
@@ -54,6 +58,9 @@ func (p *Policy) CheckAddr(a netip.Addr) error {
 func (p *Policy) check(a netip.Addr) error {
 	if contains(p.Denied, a) {
 		return errors.New("in a denied range")
+	}
+	if p.API.IsValid() && p.API == a {
+		return errors.New("the Kubernetes API (KUBERNETES_SERVICE_HOST)")
 	}
 	if contains(p.Allowed, a) {
 		return nil

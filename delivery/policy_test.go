@@ -101,6 +101,13 @@ func TestPolicyCheckAddr(t *testing.T) {
 		{name: "self v6", policy: delivery.Policy{Self: []netip.Addr{netip.MustParseAddr("fd00::5")}}, addr: netip.MustParseAddr("fd00::5"), denied: true},
 		{name: "neighbour of self", policy: delivery.Policy{Self: []netip.Addr{netip.MustParseAddr("10.0.0.5")}}, addr: netip.MustParseAddr("10.0.0.6")},
 		{name: "allowed overrides self", policy: delivery.Policy{Allowed: prefixes("10.0.0.0/24"), Self: []netip.Addr{netip.MustParseAddr("10.0.0.5")}}, addr: netip.MustParseAddr("10.0.0.5")},
+		{name: "Kubernetes API", policy: delivery.Policy{API: netip.MustParseAddr("10.96.0.1")}, addr: netip.MustParseAddr("10.96.0.1"), denied: true},
+		{name: "Kubernetes API, mapped", policy: delivery.Policy{API: netip.MustParseAddr("10.96.0.1")}, addr: netip.MustParseAddr("::ffff:10.96.0.1"), denied: true},
+		{name: "Kubernetes API, NAT64", policy: delivery.Policy{API: netip.MustParseAddr("10.96.0.1")}, addr: netip.MustParseAddr("64:ff9b::a60:1"), denied: true},
+		{name: "Kubernetes API v6", policy: delivery.Policy{API: netip.MustParseAddr("fd00:10:96::1")}, addr: netip.MustParseAddr("fd00:10:96::1"), denied: true},
+		{name: "Kubernetes API, an allowed service range does not open it", policy: delivery.Policy{Allowed: prefixes("10.96.0.0/12"), API: netip.MustParseAddr("10.96.0.1")}, addr: netip.MustParseAddr("10.96.0.1"), denied: true},
+		{name: "next to the Kubernetes API", policy: delivery.Policy{API: netip.MustParseAddr("10.96.0.1")}, addr: netip.MustParseAddr("10.96.0.2")},
+		{name: "no Kubernetes API known", addr: netip.MustParseAddr("10.96.0.1")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

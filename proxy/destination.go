@@ -66,8 +66,12 @@ func parseDestination(values []string) (*url.URL, error) {
 		}
 	}
 	if strings.Contains(host, ":") { // IPv6 literal: must parse as one
-		if _, err := netip.ParseAddr(host); err != nil {
+		ip, err := netip.ParseAddr(host)
+		if err != nil {
 			return nil, wrapBad("its IPv6 address does not parse")
+		}
+		if !isZoneID(ip.Zone()) {
+			return nil, wrapBad("its IPv6 zone is not made of RFC 6874's unreserved characters")
 		}
 	} else if ip, ok := parseLegacyIPv4(host); ok {
 		// "2130706433", "0x7f000001" and "127.1" are the addresses they
@@ -78,6 +82,18 @@ func parseDestination(values []string) (*url.URL, error) {
 	}
 	u.Host = hostPort(host, port)
 	return u, nil
+}
+
+// isZoneID reports whether z, an IPv6 zone, is made of the unreserved
+// characters RFC 6874 allows in a URL (empty: no zone).
+func isZoneID(z string) bool {
+	for i := 0; i < len(z); i++ {
+		c := z[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 func hostPort(host, port string) string {

@@ -47,7 +47,14 @@ var fakeClusterDNS = map[string][][]netip.Addr{
 	"metadata.ns.svc.cluster.local":  {{netip.MustParseAddr("169.254.169.254")}},
 	"nat64.ns.svc.cluster.local":     {{netip.MustParseAddr("64:ff9b::7f00:1")}},
 	"all.ns.svc.cluster.local":       {{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1"), netip.MustParseAddr("169.254.169.254")}},
+	// A tenant's ExternalName Service pointing at kubernetes.default: the
+	// API's ClusterIP is the canary's 127.0.0.2 in these tests.
+	"apiserver.ns.svc.cluster.local": {{netip.MustParseAddr("127.0.0.2")}},
 }
+
+// apiAtCanary makes the canary's address the Kubernetes API's ClusterIP,
+// inside an allowed range that otherwise reaches it (see the control case).
+var apiAtCanary = map[string]string{"KUBERNETES_SERVICE_HOST": "127.0.0.2", "FORWARD_ALLOWED_CIDRS": "127.0.0.0/8"}
 
 // loopbackSpellings are the ways of writing an address of this host into a
 // URL: each is refused whether or not a host pattern would let an address
@@ -151,6 +158,10 @@ func TestHostileDestinations(t *testing.T) {
 		{name: "Kubernetes API under pattern *", env: map[string]string{"FORWARD_ALLOWED_HOSTS": "*"}, dest: at("kubernetes.default.svc"), status: 403, reason: ReasonDestinationDenied},
 		{name: "Kubernetes API, bare name under pattern *", env: map[string]string{"FORWARD_ALLOWED_HOSTS": "*"}, dest: at("kubernetes"), status: 403, reason: ReasonDestinationDenied},
 		{name: "Kubernetes API, kubernetes.default under pattern *", env: map[string]string{"FORWARD_ALLOWED_HOSTS": "*"}, dest: at("kubernetes.default"), status: 403, reason: ReasonDestinationDenied},
+		{name: "Kubernetes API's ClusterIP, by address", env: apiAtCanary, dest: at("127.0.0.2"), status: 403, reason: ReasonDestinationDenied},
+		{name: "Kubernetes API's ClusterIP, by address, async", env: apiAtCanary, async: true, dest: at("127.0.0.2"), status: 403, reason: ReasonDestinationDenied},
+		{name: "Kubernetes API's ClusterIP, mapped", env: apiAtCanary, dest: "http://[::ffff:127.0.0.2]:" + canary.Port + "/", status: 403, reason: ReasonDestinationDenied},
+		{name: "Kubernetes API's ClusterIP, through a name that resolves to it", env: apiAtCanary, dns: true, dest: in("apiserver"), status: 403, reason: ReasonDestinationDenied},
 
 		// Parser tricks: refused as malformed before any name is looked at.
 		{name: "userinfo naming an allowed host", dest: "http://sink.ns.svc.cluster.local@" + canary.HostPort("127.0.0.1") + "/", status: 400, reason: ReasonBadDestination},
@@ -247,8 +258,7 @@ func newHostileProxy(t *testing.T, env map[string]string, clusterDNS bool, dns *
 func resolvingTransports(t *testing.T, env map[string]string, r *net.Resolver) *delivery.Transports {
 	t.Helper()
 	cfg := testConfig(t, env)
-	policy := &delivery.Policy{Allowed: cfg.AllowedCIDRs, Denied: cfg.DeniedCIDRs, Self: delivery.LocalAddrs()}
-	params := TransportParams(cfg, policy)
+	params := TransportParams(cfg, DestinationPolicy(cfg))
 	params.Resolver = r
 	trs := delivery.NewTransports(params)
 	t.Cleanup(trs.CloseIdleConnections)

@@ -80,7 +80,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	policy := &delivery.Policy{Allowed: cfg.AllowedCIDRs, Denied: cfg.DeniedCIDRs, Self: delivery.LocalAddrs()}
+	policy := DestinationPolicy(cfg)
 	if o.transports == nil {
 		o.transports = delivery.NewTransports(TransportParams(cfg, policy))
 	}
@@ -134,6 +134,13 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	h = NewLoopHandler(o.loopID, h)
 	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, h)
 	return p
+}
+
+// DestinationPolicy is the address policy of cfg: the built-in deny list
+// with its allowed exceptions, the denied ranges, the proxy's own addresses
+// and the Kubernetes API's ClusterIP.
+func DestinationPolicy(cfg *config.Proxy) *delivery.Policy {
+	return &delivery.Policy{Allowed: cfg.AllowedCIDRs, Denied: cfg.DeniedCIDRs, Self: delivery.LocalAddrs(), API: cfg.KubernetesAPI}
 }
 
 // TransportParams derives the outbound transport settings from cfg, with

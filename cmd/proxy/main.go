@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -33,6 +34,10 @@ func run() int {
 	}
 	logger, _ := logging.NewLogger("", cfg.LogLevel)
 	defer func() { _ = logger.Sync() }()
+	if limit, ok := config.SoftMemoryLimit(os.LookupEnv, config.MemoryLimit()); ok {
+		debug.SetMemoryLimit(limit)
+		logger.Infow("Soft memory limit set from the container's limit", "bytes", limit)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
