@@ -37,7 +37,7 @@ type cluster struct {
 // newCluster starts an API server with knative-eventing, the adapter's
 // service account, config-leader-election set to le, and the tenant
 // namespaces.
-func newCluster(t *testing.T, le map[string]string, tenants ...string) *cluster {
+func newCluster(t testing.TB, le map[string]string, tenants ...string) *cluster {
 	t.Helper()
 	s := apiserver.Start(t)
 	c := &cluster{Server: s, ctx: t.Context(), kube: kubernetes.NewForConfigOrDie(s.Config), ping: versioned.NewForConfigOrDie(s.Config)}
@@ -51,21 +51,21 @@ func newCluster(t *testing.T, le map[string]string, tenants ...string) *cluster 
 }
 
 // created fails the test on an error other than AlreadyExists.
-func created(t *testing.T, err error) {
+func created(t testing.TB, err error) {
 	t.Helper()
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
 
-func (c *cluster) serviceAccount(t *testing.T, ns, name string) {
+func (c *cluster) serviceAccount(t testing.TB, ns, name string) {
 	t.Helper()
 	_, err := c.kube.CoreV1().ServiceAccounts(ns).Create(c.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	created(t, err)
 }
 
 // setConfigMap creates or replaces a ConfigMap of the system namespace.
-func (c *cluster) setConfigMap(t *testing.T, name string, data map[string]string) {
+func (c *cluster) setConfigMap(t testing.TB, name string, data map[string]string) {
 	t.Helper()
 	cms := c.kube.CoreV1().ConfigMaps(systemNamespace)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
@@ -80,7 +80,7 @@ func (c *cluster) setConfigMap(t *testing.T, name string, data map[string]string
 }
 
 // setForwarding writes config-event-forwarding.
-func (c *cluster) setForwarding(t *testing.T, proxyURL, threshold string) {
+func (c *cluster) setForwarding(t testing.TB, proxyURL, threshold string) {
 	t.Helper()
 	c.setConfigMap(t, config.ForwardingConfigName, map[string]string{
 		config.ForwardingProxyKey: proxyURL, config.ForwardingThresholdKey: threshold})

@@ -6,6 +6,7 @@ package mtping
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
@@ -29,25 +30,49 @@ var (
 type syncBuffer = testproc.SyncBuffer
 
 // bins are the binaries built once by TestMain, with the race detector so
-// that a race in a real process fails the test that saw it.
-var bins struct{ adapter, proxy string }
+// that a race in a real process fails the test that saw it; plainBins are
+// the same without it, for the benchmarks, which measure the real thing.
+// TestMain builds only what the run needs: bins unless -run matches
+// nothing ('^$', as `make bench` passes it), plainBins when -bench is set.
+var bins, plainBins struct{ adapter, proxy string }
 
 func TestMain(m *testing.M) {
+	flag.Parse() // the flags choose the binaries; m.Run would parse them anyway
 	dir, err := os.MkdirTemp("", "mtping-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins.adapter, bins.proxy = filepath.Join(dir, "mtping"), filepath.Join(dir, "proxy")
-	// Both at once: linking a race binary takes seconds.
+	type build struct {
+		out, pkg string
+		race     bool
+	}
+	var builds []build
+	if flag.Lookup("test.run").Value.String() != "^$" {
+		bins.adapter, bins.proxy = filepath.Join(dir, "mtping"), filepath.Join(dir, "proxy")
+		builds = append(builds, build{bins.adapter, "cmd/mtping", true}, build{bins.proxy, "cmd/proxy", true})
+	}
+	if flag.Lookup("test.bench").Value.String() != "" {
+		if err := os.Mkdir(filepath.Join(dir, "plain"), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		plainBins.adapter, plainBins.proxy = filepath.Join(dir, "plain", "mtping"), filepath.Join(dir, "plain", "proxy")
+		builds = append(builds, build{plainBins.adapter, "cmd/mtping", false}, build{plainBins.proxy, "cmd/proxy", false})
+	}
+	// All at once: linking a binary takes seconds.
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, b := range []struct{ out, pkg string }{{bins.adapter, "cmd/mtping"}, {bins.proxy, "cmd/proxy"}} {
+	errs := make([]error, len(builds))
+	for i, b := range builds {
 		wg.Go(func() {
-			build := exec.Command("go", "build", "-race", "-o", b.out, "knative.dev/event-forwarding-proxy/"+b.pkg)
-			build.Stdout, build.Stderr = os.Stderr, os.Stderr
-			if err := build.Run(); err != nil {
-				errs[i] = fmt.Errorf("building %s: %w", b.pkg, err)
+			args := []string{"build", "-o", b.out}
+			if b.race {
+				args = append(args, "-race")
+			}
+			cmd := exec.Command("go", append(args, "knative.dev/event-forwarding-proxy/"+b.pkg)...)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("building %s (race %t): %w", b.pkg, b.race, err)
 			}
 		})
 	}
@@ -63,7 +88,7 @@ func TestMain(m *testing.M) {
 
 // proc is a running adapter or proxy process.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	cmd  *exec.Cmd
 	logs *syncBuffer
@@ -75,7 +100,7 @@ type proc struct {
 
 // start runs bin with env added and waits until GET readyPath on port
 // answers 200.
-func start(t *testing.T, name, bin string, port int, readyPath string, env ...string) *proc {
+func start(t testing.TB, name, bin string, port int, readyPath string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")

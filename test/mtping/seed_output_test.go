@@ -1,0 +1,121 @@
+package mtping
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Where BenchmarkSeed writes, relative to this package's folder (go test
+// runs a package's tests and benchmarks in it).
+var (
+	seedDocsDir  = filepath.Join("..", "..", "docs")
+	seedDoc      = filepath.Join(seedDocsDir, "benchmarks.md")
+	seedJSON     = filepath.Join(seedDocsDir, "bench", "mtping-seed.json")
+	seedPlotFile = filepath.Join(seedDocsDir, "bench", "mtping-seed.png")
+)
+
+// The generated block of docs/benchmarks.md: only what lies between the
+// markers is rewritten; when they are missing, the section is appended.
+const (
+	seedHeading = "## The seed scenario with the real mt-ping adapter"
+	seedBegin   = "<!-- mtping-seed:begin -->"
+	seedEnd     = "<!-- mtping-seed:end -->"
+)
+
+// seedMachine describes where the benchmark ran.
+type seedMachine struct {
+	CPUModel     string  `json:"cpu_model"`
+	Cores        int     `json:"cores"`
+	GoVersion    string  `json:"go_version"`
+	Kernel       string  `json:"kernel"`
+	NofileLimit  uint64  `json:"nofile_limit"`
+	LoadAvgStart float64 `json:"load_avg_start"`
+	LoadAvgEnd   float64 `json:"load_avg_end"`
+}
+
+func newMachine() *seedMachine {
+	m := &seedMachine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvgStart: loadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		m.NofileLimit = rl.Cur
+	}
+	return m
+}
+
+func (m *seedMachine) finish() { m.LoadAvgEnd = loadAvg() }
+
+// loadAvg is the 1-minute load average, 0 if unknown.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// seedOutput is docs/bench/mtping-seed.json.
+type seedOutput struct {
+	Config  seedConfig   `json:"config"`
+	Machine *seedMachine `json:"machine"`
+	Started time.Time    `json:"started"`
+	Runs    []*seedRun   `json:"runs"`
+}
+
+// write writes the JSON, the plot and the block of docs/benchmarks.md.
+func (o seedOutput) write() error {
+	b, err := json.MarshalIndent(o, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(seedJSON, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := seedPlot(o.Runs, seedPlotFile); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	doc, err := os.ReadFile(seedDoc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(seedDoc, replaceSeedBlock(doc, o.markdown()), 0o644)
+}
+
+// replaceSeedBlock puts body between the markers of doc, or appends the
+// section with its markers when doc lacks them; nothing else changes.
+func replaceSeedBlock(doc []byte, body string) []byte {
+	i := bytes.Index(doc, []byte(seedBegin))
+	j := bytes.Index(doc, []byte(seedEnd))
+	if i < 0 || j < i {
+		out := append(bytes.TrimRight(doc, "\n"), "\n\n"+seedHeading+"\n\n"+seedBegin+"\n"+body+"\n"+seedEnd+"\n"...)
+		return out
+	}
+	var out bytes.Buffer
+	out.Write(doc[:i+len(seedBegin)])
+	out.WriteString("\n" + body + "\n")
+	out.Write(doc[j:])
+	return out.Bytes()
+}
