@@ -37,6 +37,20 @@ func newBackend(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int
 	return srv, &conns
 }
 
+// roundTrip GETs url through rt and closes the answer; for calls made on
+// goroutines of their own, which must not fail the test themselves.
+func roundTrip(rt http.RoundTripper, url string) error {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
 func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
@@ -207,16 +221,7 @@ func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
 	t.Cleanup(trs.CloseIdleConnections)
 	errs := make(chan error, calls)
 	for i := range calls {
-		go func() {
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/held", nil)
-			if err == nil {
-				var resp *http.Response
-				if resp, err = trs.H2C.RoundTrip(req); err == nil {
-					resp.Body.Close()
-				}
-			}
-			errs <- err
-		}()
+		go func() { errs <- roundTrip(trs.H2C, srv.URL+"/held") }()
 		deadline := time.Now().Add(10 * time.Second)
 		for arrived.Load() <= int64(i) {
 			if time.Now().After(deadline) {
@@ -233,6 +238,76 @@ func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("%d held h2c calls opened %d connections, want 1", calls, got)
+	}
+}
+
+// TestTransportsH2CBurstSharesConnections: calls that all start at the same
+// instant towards a destination with no connection yet mostly wait for the
+// first dials and share them instead of dialing one connection each (2,000
+// such calls dialed 1,351 connections without MaxH2CConnsPerHost). The
+// bound is not strict: Go's HTTP/2 layer dials past it when a connection
+// fills up while the burst is being placed (6-12 connections for a bound of
+// 4, 8-134 for 64 here). As long as connections times the destination's
+// streams per connection cover them, all calls are held at once: none waits
+// for another to end.
+func TestTransportsH2CBurstSharesConnections(t *testing.T) {
+	tests := []struct {
+		name             string
+		maxConns         int
+		serverMaxStreams uint32
+		calls            int
+	}{
+		{name: "one connection carries the burst", maxConns: 4, serverMaxStreams: 1000, calls: 500},
+		{name: "the destination's stream limit spreads it over the bound", maxConns: 4, serverMaxStreams: 100, calls: 400},
+		{name: "the default bound", serverMaxStreams: 1000, calls: 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var arrived atomic.Int64
+			release := make(chan struct{})
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				arrived.Add(1)
+				<-release
+			}))
+			srv.Config.Protocols = new(http.Protocols)
+			srv.Config.Protocols.SetUnencryptedHTTP2(true)
+			srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: int(tt.serverMaxStreams)}
+			srv.Start()
+			t.Cleanup(srv.Close)
+			var dials atomic.Int64
+			trs := delivery.NewTransports(delivery.TransportParams{MaxH2CConnsPerHost: tt.maxConns, Control: func(string, string, syscall.RawConn) error {
+				dials.Add(1)
+				return nil
+			}})
+			t.Cleanup(trs.CloseIdleConnections)
+			start := make(chan struct{})
+			errs := make(chan error, tt.calls)
+			for range tt.calls {
+				go func() {
+					<-start
+					errs <- roundTrip(trs.H2C, srv.URL+"/held")
+				}()
+			}
+			close(start)
+			deadline := time.Now().Add(20 * time.Second)
+			for arrived.Load() < int64(tt.calls) {
+				if time.Now().After(deadline) {
+					close(release)
+					t.Fatalf("%d of %d calls reached the destination at once; the others wait for a connection", arrived.Load(), tt.calls)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(release)
+			for range tt.calls {
+				if err := <-errs; err != nil {
+					t.Errorf("RoundTrip: %v", err)
+				}
+			}
+			if got := dials.Load(); got >= int64(tt.calls)/2 {
+				t.Errorf("%d calls at once dialed %d connections: about one per call, not shared", tt.calls, got)
+			}
+			t.Logf("%d calls at once: %d connections", tt.calls, dials.Load())
+		})
 	}
 }
 

@@ -153,7 +153,16 @@ func TransportParams(cfg *config.Proxy, policy *delivery.Policy) delivery.Transp
 		HTTP2:               HTTP2Config(cfg),
 		Control:             policy.Control,
 		Breaker:             delivery.BreakerParams{Failures: cfg.BreakerFailures, Window: cfg.BreakerWindow, Cooldown: cfg.BreakerCooldown},
+		MaxH2CConnsPerHost:  H2CConnsPerDestination(cfg.MaxInflightPerDestination),
 	}
+}
+
+// H2CConnsPerDestination is how many h2c connections the proxy opens to one
+// destination: enough for the calls one destination may hold
+// (FORWARD_MAX_INFLIGHT_PER_DESTINATION) at 100 streams per connection, the
+// least RFC 9113 recommends a server to allow, and at least 4.
+func H2CConnsPerDestination(maxPerDestination int) int {
+	return max(4, (maxPerDestination+99)/100)
 }
 
 // HTTP2Config is the HTTP/2 tuning of cfg, shared by the inbound server and
