@@ -14,6 +14,26 @@ import (
 // call is refused at once instead of waiting for another failure.
 var ErrBreakerOpen = errors.New("destination circuit open")
 
+// BreakerOpenError is a dial refused by an open circuit; it wraps
+// ErrBreakerOpen and says when the circuit lets a probe through again.
+type BreakerOpenError struct {
+	Addr     string
+	Failures int
+	// RetryIn is the cool-down left; zero while a probe is in flight (the
+	// circuit opens or closes as soon as it ends).
+	RetryIn time.Duration
+}
+
+func (e *BreakerOpenError) Error() string {
+	if e.RetryIn > 0 {
+		return fmt.Sprintf("%v: %s failed to connect %d times in a row; next try in %s",
+			ErrBreakerOpen, e.Addr, e.Failures, e.RetryIn.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%v: %s failed to connect %d times in a row; a probe is in flight", ErrBreakerOpen, e.Addr, e.Failures)
+}
+
+func (e *BreakerOpenError) Unwrap() error { return ErrBreakerOpen }
+
 // BreakerParams configure the circuit breaker kept for each destination
 // (host:port as dialed).
 type BreakerParams struct {
@@ -123,11 +143,9 @@ func (b *Breakers) allow(addr string) (probe bool, err error) {
 	now := b.p.Now()
 	switch {
 	case now.Before(c.openUntil):
-		return false, fmt.Errorf("%w: %s failed to connect %d times in a row; next try in %s",
-			ErrBreakerOpen, addr, c.failures, c.openUntil.Sub(now).Round(time.Millisecond))
+		return false, &BreakerOpenError{Addr: addr, Failures: c.failures, RetryIn: c.openUntil.Sub(now)}
 	case c.probing:
-		return false, fmt.Errorf("%w: %s failed to connect %d times in a row; a probe is in flight",
-			ErrBreakerOpen, addr, c.failures)
+		return false, &BreakerOpenError{Addr: addr, Failures: c.failures}
 	default:
 		c.probing = true
 		return true, nil

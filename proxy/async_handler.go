@@ -167,8 +167,12 @@ func (a *Async) deliver(j *job) {
 			return
 		}
 		var ra time.Duration
-		if resp != nil {
+		var open *delivery.BreakerOpenError
+		switch {
+		case resp != nil:
 			ra = delivery.RetryAfter(resp.Header, time.Now())
+		case errors.As(err, &open):
+			ra = open.RetryIn // no attempt before the circuit lets one through
 		}
 		t := time.NewTimer(j.backoff.Wait(attempt+1, ra))
 		select {

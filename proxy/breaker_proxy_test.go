@@ -123,6 +123,24 @@ func TestBreakerRefusesFastWhileDown(t *testing.T) {
 	}
 }
 
+// TestBreakerRetryAfterIsTheCooldownLeft: a refusal while the circuit is
+// open tells the caller to come back when a probe may go through, not in
+// the one second of other refusals.
+func TestBreakerRetryAfterIsTheCooldownLeft(t *testing.T) {
+	env := map[string]string{"FORWARD_BREAKER_FAILURES": "1", "FORWARD_BREAKER_COOLDOWN": "30s"}
+	down := newDownDestination(t)
+	fp := newFaultProxy(t, env, nil, WithTransports(down.countingTransports(t, env)))
+	resp, body := do(t, h1Client(t), fp.newRequest(t, down.url(), strings.NewReader("e")))
+	wantProxyError(t, resp, body, ReasonUnreachable)
+	resp, body = do(t, h1Client(t), fp.newRequest(t, down.url(), strings.NewReader("e")))
+	wantProxyError(t, resp, body, ReasonDestinationBusy)
+	// 30 s less the time since the failure, rounded up: 30, or 29 on a
+	// machine slow enough to take a second between the two calls.
+	if got := resp.Header.Get(delivery.HeaderRetryAfter); got != "30" && got != "29" {
+		t.Errorf("Retry-After = %q, want the cool-down left (30 s)", got)
+	}
+}
+
 // TestBreakerAsyncDeliversOnceBack: an async event to a destination that
 // is down keeps being retried (refused fast while the circuit is open) and
 // is delivered exactly once when the destination comes back; an event

@@ -66,6 +66,12 @@ const retryAfter = time.Second
 // Kn-Forward-Error header and a small JSON body. Retryable refusals (429,
 // 503) carry Retry-After.
 func writeError(w http.ResponseWriter, reason Reason, message string) {
+	writeErrorRetryIn(w, reason, message, retryAfter)
+}
+
+// writeErrorRetryIn is writeError with the Retry-After of a retryable
+// refusal set to retryIn, rounded up to whole seconds (at least one).
+func writeErrorRetryIn(w http.ResponseWriter, reason Reason, message string, retryIn time.Duration) {
 	if sw, ok := w.(*statusWriter); ok {
 		sw.reason, sw.message = reason, message
 	}
@@ -75,7 +81,7 @@ func writeError(w http.ResponseWriter, reason Reason, message string) {
 	h.Set("Cache-Control", "no-store")
 	status := reason.Status()
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		h.Set(delivery.HeaderRetryAfter, strconv.Itoa(int(retryAfter/time.Second)))
+		h.Set(delivery.HeaderRetryAfter, strconv.FormatInt(int64(max(retryIn+time.Second-1, time.Second)/time.Second), 10))
 	}
 	body, _ := json.Marshal(errorBody{Reason: reason, Message: message})
 	body = append(body, '\n')

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -174,8 +175,11 @@ func wantProxyError(t testing.TB, resp *http.Response, body []byte, reason Reaso
 	} else if eb.Reason != reason || eb.Message == "" {
 		t.Errorf("body = %+v, want reason %q and a message", eb, reason)
 	}
+	// Retryable refusals say when to come back in whole seconds: 1, or the
+	// cool-down left of an open circuit (TestBreakerRetryAfterIsTheCooldownLeft).
 	retryable := reason.Status() == http.StatusTooManyRequests || reason.Status() == http.StatusServiceUnavailable
-	if got := resp.Header.Get(delivery.HeaderRetryAfter); retryable && got != "1" || !retryable && got != "" {
+	got := resp.Header.Get(delivery.HeaderRetryAfter)
+	if n, err := strconv.Atoi(got); retryable && (err != nil || n < 1 || reason != ReasonDestinationBusy && n != 1) || !retryable && got != "" {
 		t.Errorf("Retry-After = %q on %d", got, resp.StatusCode)
 	}
 }

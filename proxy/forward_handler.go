@@ -297,6 +297,12 @@ func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
 		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))
 		return
 	}
+	var open *delivery.BreakerOpenError
+	if reason == ReasonDestinationBusy && errors.As(err, &open) {
+		// Retry when the circuit lets a probe through, not sooner.
+		writeErrorRetryIn(w, reason, failureMessage(reason, c, err), open.RetryIn)
+		return
+	}
 	writeError(w, reason, failureMessage(reason, c, err))
 }
 

@@ -60,7 +60,7 @@ func TestAsyncRetries(t *testing.T) {
 			"Kn-Forward-Retry", "2", "Kn-Forward-Backoff-Delay", "PT0.01S", "Ce-Id", "lost-1", "Ce-Source", "/src")
 		resp.Body.Close()
 		eventually(t, 10*time.Second, "the final failure is logged", func() bool {
-			return strings.Contains(p.logs.String(), `"ceId":"lost-1"`) && strings.Contains(p.logs.String(), "Async delivery failed")
+			return strings.Contains(p.Logs.String(), `"ceId":"lost-1"`) && strings.Contains(p.Logs.String(), "Async delivery failed")
 		})
 		if n := dest.count(); n != 3 {
 			t.Errorf("%d attempts, want 1 + 2 retries", n)
@@ -70,7 +70,7 @@ func TestAsyncRetries(t *testing.T) {
 		dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusBadRequest) })
 		resp := p.post(t, "payload", "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Kn-Forward-Backoff-Delay", "PT0.01S", "Ce-Id", "bad-1")
 		resp.Body.Close()
-		eventually(t, 10*time.Second, "the failure is logged", func() bool { return strings.Contains(p.logs.String(), `"ceId":"bad-1"`) })
+		eventually(t, 10*time.Second, "the failure is logged", func() bool { return strings.Contains(p.Logs.String(), `"ceId":"bad-1"`) })
 		if n := dest.count(); n != 1 {
 			t.Errorf("%d attempts, want 1", n)
 		}
@@ -105,7 +105,7 @@ func TestDrain(t *testing.T) {
 	resp.Body.Close()
 	eventually(t, 10*time.Second, "both calls are held", func() bool { return dest.count() == 1 && asyncDest.count() == 1 })
 
-	p.signal(syscall.SIGTERM)
+	p.Signal(syscall.SIGTERM)
 	eventually(t, 10*time.Second, "readiness fails", func() bool {
 		r, err := http.Get(p.URL + "/readyz")
 		if err != nil {
@@ -120,7 +120,7 @@ func TestDrain(t *testing.T) {
 		t.Error("a call made while draining reached its destination")
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 		t.Fatal("the proxy exited while holding calls")
 	default:
 	}
@@ -132,10 +132,10 @@ func TestDrain(t *testing.T) {
 	if r.StatusCode != http.StatusOK || string(body) != "released" {
 		t.Errorf("the held call ended with %d %q", r.StatusCode, body)
 	}
-	if err := p.wait(30 * time.Second); err != nil {
+	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
 	}
-	if !strings.Contains(p.logs.String(), "Drained") {
+	if !strings.Contains(p.Logs.String(), "Drained") {
 		t.Errorf("no drain completion in the logs")
 	}
 }
@@ -152,8 +152,8 @@ func TestDrainDeadlineLogsAbandonedEvents(t *testing.T) {
 	resp := p.post(t, "async", "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Ce-Id", "stuck-1")
 	resp.Body.Close()
 	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
-	p.signal(syscall.SIGTERM)
-	if err := p.wait(30 * time.Second); err != nil {
+	p.Signal(syscall.SIGTERM)
+	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
 	}
 	select {
@@ -161,7 +161,7 @@ func TestDrainDeadlineLogsAbandonedEvents(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the destination's call was not cancelled")
 	}
-	if logs := p.logs.String(); !strings.Contains(logs, "Abandoned async event at shutdown") || !strings.Contains(logs, `"ceId":"stuck-1"`) {
+	if logs := p.Logs.String(); !strings.Contains(logs, "Abandoned async event at shutdown") || !strings.Contains(logs, `"ceId":"stuck-1"`) {
 		t.Errorf("the abandoned event is not logged:\n%s", logs)
 	}
 }
@@ -213,14 +213,14 @@ func TestDrainDeadlineAnswersHeldSyncCalls(t *testing.T) {
 	answer := make(chan *http.Response, 1)
 	go func() { answer <- p.post(t, "sync", "Kn-Forward-To", dest.URL) }()
 	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
-	p.signal(syscall.SIGTERM)
+	p.Signal(syscall.SIGTERM)
 	select {
 	case resp := <-answer:
 		checkAnswer(t, readAnswer(t, resp), 503, "draining")
 	case <-time.After(30 * time.Second):
 		t.Fatal("no answer to the held call")
 	}
-	if err := p.wait(30 * time.Second); err != nil {
+	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
 	}
 }

@@ -76,7 +76,7 @@ func TestHostileDestinationsBinary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			failed := strings.Count(p.logs.String(), "Async delivery failed")
+			failed := strings.Count(p.Logs.String(), "Async delivery failed")
 			before := canary.Accepted()
 			resp := forward(t, p, tt.dest, tt.async)
 			if tt.reason != "" {
@@ -87,7 +87,7 @@ func TestHostileDestinationsBinary(t *testing.T) {
 					t.Fatalf("status = %d, want %d", resp.StatusCode, tt.status)
 				}
 				eventually(t, 10*time.Second, "the async delivery fails", func() bool {
-					return strings.Count(p.logs.String(), "Async delivery failed") > failed
+					return strings.Count(p.Logs.String(), "Async delivery failed") > failed
 				})
 			}
 			canary.Settle(t)
@@ -129,7 +129,7 @@ func TestRedirectsToHostileNotFollowedBinary(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before, called := canary.Accepted(), hits.Load()
-			failed := strings.Count(p.logs.String(), "Async delivery failed")
+			failed := strings.Count(p.Logs.String(), "Async delivery failed")
 			resp := forward(t, p, redirector.URL+"/?to="+url.QueryEscape(tt.to), tt.async)
 			resp.Body.Close()
 			if tt.async {
@@ -138,7 +138,7 @@ func TestRedirectsToHostileNotFollowedBinary(t *testing.T) {
 				}
 				// 3xx is final: one attempt, logged as failed with its status.
 				eventually(t, 10*time.Second, "the async delivery ends", func() bool {
-					return strings.Count(p.logs.String(), "Async delivery failed") > failed
+					return strings.Count(p.Logs.String(), "Async delivery failed") > failed
 				})
 			} else if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != tt.to {
 				t.Errorf("got %d Location %q, want the destination's 307 to %q", resp.StatusCode, resp.Header.Get("Location"), tt.to)
@@ -152,7 +152,7 @@ func TestRedirectsToHostileNotFollowedBinary(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(p.logs.String(), `"status":`+strconv.Itoa(http.StatusTemporaryRedirect)) {
+	if !strings.Contains(p.Logs.String(), `"status":`+strconv.Itoa(http.StatusTemporaryRedirect)) {
 		t.Errorf("no async failure logged with status 307")
 	}
 }

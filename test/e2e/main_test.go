@@ -6,18 +6,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // Shared with the other process tests (test/testproc).
@@ -39,9 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	proxyBin = filepath.Join(dir, "proxy")
-	build := exec.Command("go", "build", "-race", "-o", proxyBin, "knative.dev/event-forwarding-proxy/cmd/proxy")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testproc.GoBuild(proxyBin, "cmd/proxy", true); err != nil {
 		fmt.Fprintln(os.Stderr, "building the proxy:", err)
 		os.Exit(1)
 	}
@@ -51,84 +47,13 @@ func TestMain(m *testing.M) {
 }
 
 // proc is a running proxy process.
-type proc struct {
-	t          *testing.T
-	cmd        *exec.Cmd
-	URL        string
-	MetricsURL string
-	logs       *syncBuffer
-	done       chan struct{}
-	err        error // exit status, set before done closes
-}
+type proc struct{ *testproc.Proc }
 
-// startProxy runs the proxy binary with loopback destinations allowed and
-// env added, and waits until it answers /healthz.
+// startProxy runs the proxy binary with loopback destinations allowed,
+// debug logs and env added, and waits until it answers /healthz.
 func startProxy(t *testing.T, env ...string) *proc {
 	t.Helper()
-	port, metricsPort := freePort(t), freePort(t)
-	cmd := exec.Command(proxyBin)
-	cmd.Env = append(os.Environ(),
-		"PORT="+strconv.Itoa(port),
-		"METRICS_PORT="+strconv.Itoa(metricsPort),
-		"FORWARD_ALLOWED_CIDRS=127.0.0.0/8",
-		"FORWARD_LOG_LEVEL=debug",
-		"GORACE=halt_on_error=1",
-	)
-	cmd.Env = append(cmd.Env, env...)
-	p := &proc{
-		t: t, cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{}),
-		URL:        "http://127.0.0.1:" + strconv.Itoa(port),
-		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics",
-	}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting proxy: %v", err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Errorf("the proxy process hit a data race:\n%s", p.logs.String())
-		}
-		if t.Failed() {
-			t.Logf("proxy logs:\n%s", p.logs.String())
-		}
-	})
-	eventually(t, 30*time.Second, "proxy answers /healthz", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("proxy exited at start: %v\n%s", p.err, p.logs.String())
-		default:
-		}
-		resp, err := http.Get(p.URL + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
-}
-
-// signal sends sig to the proxy process.
-func (p *proc) signal(sig syscall.Signal) {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.t.Fatalf("signal: %v", err)
-	}
-}
-
-// wait returns the process's exit error once it exits, failing after d.
-func (p *proc) wait(d time.Duration) error {
-	p.t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(d):
-		p.t.Fatalf("proxy still running after %s", d)
-		return nil
-	}
+	return &proc{testproc.StartProxy(t, proxyBin, freePort(t), freePort(t), append([]string{"FORWARD_LOG_LEVEL=debug"}, env...)...)}
 }
 
 // post sends body to the proxy with the given headers.

@@ -9,16 +9,14 @@ package reliability
 import (
 	"fmt"
 	"io"
-	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 
 	"go.uber.org/goleak"
 
@@ -43,9 +41,7 @@ func TestMain(m *testing.M) {
 	}
 	proxyBin = filepath.Join(dir, "proxy")
 	// The same flags as test/e2e, so that the build cache serves both.
-	build := exec.Command("go", "build", "-race", "-o", proxyBin, "knative.dev/event-forwarding-proxy/cmd/proxy")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testproc.GoBuild(proxyBin, "cmd/proxy", true); err != nil {
 		fmt.Fprintln(os.Stderr, "building the proxy:", err)
 		os.Exit(1)
 	}
@@ -61,54 +57,13 @@ func TestMain(m *testing.M) {
 }
 
 // proc is a running proxy process.
-type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	URL  string
-	logs *lockedBuffer
-	done chan struct{}
-	err  error // exit status, set before done closes
-}
+type proc struct{ *testproc.Proc }
 
-// startProxy runs the proxy binary with loopback destinations allowed and
-// env added, and waits until it answers /healthz.
+// startProxy runs the proxy binary with loopback destinations allowed,
+// debug logs and env added, and waits until it answers /healthz.
 func startProxy(t *testing.T, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(proxyBin)
-	cmd.Env = append(os.Environ(),
-		"PORT="+strconv.Itoa(freePort(t)), "METRICS_PORT="+strconv.Itoa(freePort(t)),
-		"FORWARD_ALLOWED_CIDRS=127.0.0.0/8", "FORWARD_LOG_LEVEL=debug", "GORACE=halt_on_error=1")
-	cmd.Env = append(cmd.Env, env...)
-	p := &proc{t: t, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
-	for _, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, "PORT="); ok {
-			p.URL = "http://127.0.0.1:" + v
-		}
-	}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the proxy: %v", err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Errorf("the proxy process hit a data race:\n%s", p.logs.String())
-		}
-		if t.Failed() {
-			t.Logf("proxy logs:\n%s", p.logs.String())
-		}
-	})
-	proxytest.Eventually(t, 30*time.Second, func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("the proxy exited at start: %v\n%s", p.err, p.logs.String())
-		default:
-		}
-		return get(p.URL+"/healthz") == http.StatusOK
-	}, "the proxy does not answer /healthz")
-	return p
+	return &proc{testproc.StartProxy(t, proxyBin, freePort(t), freePort(t), append([]string{"FORWARD_LOG_LEVEL=debug"}, env...)...)}
 }
 
 // get returns the status of a GET of url, 0 if it fails.
@@ -120,36 +75,6 @@ func get(url string) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// terminate sends SIGTERM.
-func (p *proc) terminate() {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatalf("SIGTERM: %v", err)
-	}
-}
-
-// exited reports whether the process has exited.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait returns the exit error once the process exits, failing after d.
-func (p *proc) wait(d time.Duration) error {
-	p.t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(d):
-		p.t.Fatalf("the proxy still runs after %s", d)
-		return nil
-	}
 }
 
 // post sends body to the proxy at url, for dest, with headers (name, value

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestQuietPeriod(t *testing.T) {
 	}
 	proxytest.Eventually(t, 10*time.Second, func() bool { return held.Count() == 2 }, "the calls are not held")
 
-	p.terminate()
+	p.Signal(syscall.SIGTERM)
 	sigterm := time.Now()
 	proxytest.Eventually(t, 10*time.Second, func() bool { return get(p.URL+"/readyz") == http.StatusServiceUnavailable }, "readiness does not fail")
 	if took := time.Since(sigterm); took > quiet*2/3 {
@@ -53,7 +54,7 @@ func TestQuietPeriod(t *testing.T) {
 				t.Errorf("round %d: a new call (Prefer %q) got %d %q, want 503 draining", i, prefer, a.status, a.reason)
 			}
 		}
-		if p.exited() {
+		if p.Exited() {
 			t.Fatal("the proxy exited while holding calls")
 		}
 	}
@@ -64,10 +65,10 @@ func TestQuietPeriod(t *testing.T) {
 	if a := awaitAnswer(t, syncCall); a.status != http.StatusOK || a.body != "released" {
 		t.Errorf("the held sync call ended with %d %q %v", a.status, a.body, a.err)
 	}
-	if err := p.wait(30 * time.Second); err != nil {
+	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
 	}
-	if logs := p.logs.String(); !strings.Contains(logs, "Drained") || strings.Contains(logs, "Abandoned") {
+	if logs := p.Logs.String(); !strings.Contains(logs, "Drained") || strings.Contains(logs, "Abandoned") {
 		t.Errorf("want a clean drain in the logs:\n%s", logs)
 	}
 }
@@ -88,12 +89,12 @@ func TestDrainDeadlineMidAnswer(t *testing.T) {
 	})
 	call := post(p.URL, dest.URL, "e")
 	<-started
-	p.terminate()
+	p.Signal(syscall.SIGTERM)
 	a := awaitAnswer(t, call)
 	if a.err == nil {
 		t.Errorf("the caller got a clean %d with %d bytes of a 65536-byte answer", a.status, len(a.body))
 	}
-	if err := p.wait(30 * time.Second); err != nil {
+	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
 	}
 }

@@ -77,7 +77,7 @@ func TestProxyKilledMidRun(t *testing.T) {
 			killedAt := len(d.delivered())
 			eventually(t, time.Minute, "100 more events are sent with the proxy gone", func() bool { return len(d.delivered()) >= killedAt+100 })
 			restart.Store(true)
-			startProxyOn(t, proxy.port, proxy.mport)
+			startProxyOn(t, proxy.Port, proxy.MetricsPort)
 			eventually(t, time.Minute, "sends go through the restarted proxy", func() bool { return back.Load() >= 20 })
 			stop.Store(true)
 			wg.Wait()

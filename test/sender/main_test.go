@@ -8,17 +8,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // Shared with the other process tests (test/testproc).
@@ -44,13 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	proxyBin = filepath.Join(dir, "proxy")
-	args := []string{"build", "-o", proxyBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "knative.dev/event-forwarding-proxy/cmd/proxy")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testproc.GoBuild(proxyBin, "cmd/proxy", raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, "building the proxy:", err)
 		os.Exit(1)
 	}
@@ -60,16 +54,7 @@ func TestMain(m *testing.M) {
 }
 
 // proc is a running proxy process.
-type proc struct {
-	tb          testing.TB
-	cmd         *exec.Cmd
-	URL         string
-	MetricsURL  string
-	port, mport int
-	logs        *syncBuffer
-	done        chan struct{}
-	err         error // exit status, set before done closes
-}
+type proc struct{ *testproc.Proc }
 
 // startProxy runs the proxy binary on new ports with loopback destinations
 // allowed and env added, and waits until it answers /healthz.
@@ -81,70 +66,23 @@ func startProxy(tb testing.TB, env ...string) *proc {
 // startProxyOn runs the proxy binary on the given ports.
 func startProxyOn(tb testing.TB, port, metricsPort int, env ...string) *proc {
 	tb.Helper()
-	cmd := exec.Command(proxyBin)
-	cmd.Env = append(os.Environ(),
-		"PORT="+strconv.Itoa(port),
-		"METRICS_PORT="+strconv.Itoa(metricsPort),
-		"FORWARD_ALLOWED_CIDRS=127.0.0.0/8",
-		"GORACE=halt_on_error=1",
-	)
-	cmd.Env = append(cmd.Env, env...)
-	p := &proc{
-		tb: tb, cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{}), port: port, mport: metricsPort,
-		URL:        "http://127.0.0.1:" + strconv.Itoa(port),
-		MetricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics",
-	}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("starting proxy: %v", err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			tb.Errorf("the proxy process hit a data race:\n%s", p.logs.String())
-		}
-		if tb.Failed() {
-			tb.Logf("proxy logs:\n%s", p.logs.String())
-		}
-	})
-	eventually(tb, 60*time.Second, "the proxy answers /healthz", func() bool {
-		select {
-		case <-p.done:
-			tb.Fatalf("proxy exited at start: %v\n%s", p.err, p.logs.String())
-		default:
-		}
-		resp, err := http.Get(p.URL + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
+	return &proc{testproc.StartProxy(tb, proxyBin, port, metricsPort, env...)}
 }
 
 // stop sends sig and waits until the process exits.
 func (p *proc) stop(sig syscall.Signal) {
-	p.tb.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.tb.Fatalf("signal %v: %v", sig, err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		p.tb.Fatalf("proxy still running 30 s after %v", sig)
-	}
+	p.TB.Helper()
+	p.Signal(sig)
+	_ = p.Wait(30 * time.Second)
 }
 
 // metric returns the sum of the samples of a metric whose line contains
 // every one of labels, from the proxy's /metrics.
 func (p *proc) metric(name string, labels ...string) float64 {
-	p.tb.Helper()
+	p.TB.Helper()
 	resp, err := http.Get(p.MetricsURL)
 	if err != nil {
-		p.tb.Fatalf("scraping the proxy: %v", err)
+		p.TB.Fatalf("scraping the proxy: %v", err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
