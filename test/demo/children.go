@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/bench/tailbuf"
 )
 
 // listenPrefix starts the line the sink helper prints once it listens.
@@ -23,7 +24,7 @@ const listenPrefix = "LISTEN "
 type child struct {
 	name   string
 	cmd    *exec.Cmd
-	logs   *tail
+	logs   *tailbuf.Tail
 	done   chan struct{}
 	killed atomic.Bool
 }
@@ -46,7 +47,7 @@ func startChild(name string, argv, env []string, onLine func(string)) (*child, e
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c := &child{name: name, cmd: cmd, logs: &tail{max: 8 << 10}, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, logs: tailbuf.New(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = c.logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -156,27 +157,4 @@ func (c *child) waitReady(ctx context.Context, d time.Duration, check func(conte
 		case <-tick.C:
 		}
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

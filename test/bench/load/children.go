@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/bench/tailbuf"
 )
 
 // listenPrefix starts the line a helper child prints once it listens.
@@ -28,7 +29,7 @@ type child struct {
 	// Addr is where it listens, host:port; MetricsAddr where a proxy
 	// serves /metrics (and, profiled, /debug/pprof/).
 	Addr, MetricsAddr string
-	logs              *tail
+	logs              *tailbuf.Tail
 	logFile           *os.File
 	done              chan struct{}
 }
@@ -56,7 +57,7 @@ func (o *orch) start(ctx context.Context, spec childSpec) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), spec.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c := &child{name: spec.name, cmd: cmd, logs: &tail{max: 16 << 10}, done: make(chan struct{})}
+	c := &child{name: spec.name, cmd: cmd, logs: tailbuf.New(16 << 10), done: make(chan struct{})}
 	cmd.Stderr = c.logs
 	if dir := os.Getenv("BENCH_CHILD_LOGS"); dir != "" {
 		// Debugging aid: every child's stderr also goes to a file there.
@@ -218,27 +219,4 @@ func tcpOpen(addr string) func(context.Context) error {
 		}
 		return conn.Close()
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
