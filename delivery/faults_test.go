@@ -6,43 +6,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
-
-// blackHole returns the address of a socket whose accept queue is full and
-// never drained: the kernel drops further SYNs, so a dial hangs until the
-// dialer gives up.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	filler, err := net.Dial("tcp", addr) // takes the only place in the queue
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = filler.Close() })
-	return addr
-}
 
 // silentResolver asks a DNS server that never answers; its sockets give up
 // when the lookup is cancelled.
@@ -75,9 +47,9 @@ func TestConnectTimeoutsAreUnreachable(t *testing.T) {
 		deadline time.Duration // the call's; 0 for none
 		want     delivery.Failure
 	}{
-		{name: "SYN black-holed", url: "http://" + blackHole(t) + "/", want: delivery.Unreachable},
+		{name: "SYN black-holed", url: "http://" + proxytest.NewBlackHole(t) + "/", want: delivery.Unreachable},
 		{name: "DNS silent", url: "http://sink.ns.svc.cluster.local/", resolver: silentResolver(t), want: delivery.Unreachable},
-		{name: "SYN black-holed past the call's deadline", url: "http://" + blackHole(t) + "/", deadline: 20 * time.Millisecond, want: delivery.TimedOut},
+		{name: "SYN black-holed past the call's deadline", url: "http://" + proxytest.NewBlackHole(t) + "/", deadline: 20 * time.Millisecond, want: delivery.TimedOut},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,11 +125,5 @@ func TestBreakerThroughTransports(t *testing.T) {
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	deadline := time.Now().Add(10 * time.Second)
-	for call() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("calls did not flow again after the destination came back")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.Eventually(t, 10*time.Second, "calls flow again after the destination came back", func() bool { return call() == nil })
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // countingTokens is a fake TokenSource: token "<ns>/<name>@<audience>#<n>"
@@ -133,13 +134,7 @@ func TestCachedTokensConcurrentCallersShareOneRequest(t *testing.T) {
 			errs <- err
 		})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for src.calls.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no token request started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testproc.Eventually(t, 10*time.Second, "a token request started", func() bool { return src.calls.Load() > 0 })
 	close(src.gate)
 	wg.Wait()
 	close(errs)

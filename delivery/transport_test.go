@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // newBackend starts a loopback server speaking HTTP/1.1 and h2c that
@@ -222,13 +224,7 @@ func TestTransportsConcurrentH2CShareOneConnection(t *testing.T) {
 	errs := make(chan error, calls)
 	for i := range calls {
 		go func() { errs <- roundTrip(trs.H2C, srv.URL+"/held") }()
-		deadline := time.Now().Add(10 * time.Second)
-		for arrived.Load() <= int64(i) {
-			if time.Now().After(deadline) {
-				t.Fatalf("call %d never reached the destination", i)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testproc.Eventually(t, 10*time.Second, fmt.Sprintf("call %d reaches the destination", i), func() bool { return arrived.Load() > int64(i) })
 	}
 	close(release)
 	for range calls {
@@ -289,14 +285,15 @@ func TestTransportsH2CBurstSharesConnections(t *testing.T) {
 				}()
 			}
 			close(start)
-			deadline := time.Now().Add(20 * time.Second)
-			for arrived.Load() < int64(tt.calls) {
-				if time.Now().After(deadline) {
-					close(release)
-					t.Fatalf("%d of %d calls reached the destination at once; the others wait for a connection", arrived.Load(), tt.calls)
+			t.Cleanup(func() {
+				select {
+				case <-release:
+				default:
+					close(release) // the calls still held, when the wait below failed
 				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			})
+			testproc.Eventually(t, 20*time.Second, fmt.Sprintf("all %d calls reach the destination at once (none waits for a connection)", tt.calls),
+				func() bool { return arrived.Load() == int64(tt.calls) })
 			close(release)
 			for range tt.calls {
 				if err := <-errs; err != nil {

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 	kle "knative.dev/pkg/leaderelection"
 
 	eventingfake "knative.dev/eventing/pkg/client/clientset/versioned/fake"
@@ -80,9 +81,5 @@ func TestRun(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
+	testproc.Eventually(t, 10*time.Second, what, cond)
 }

@@ -24,6 +24,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // recorder is a ForwardingSetter that keeps every configuration it gets.
@@ -47,13 +48,7 @@ func (r *recorder) all() []string {
 // waitFor polls cond until it holds or fails the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testproc.Eventually(t, 10*time.Second, what, cond)
 }
 
 func cm(data map[string]string) *corev1.ConfigMap {

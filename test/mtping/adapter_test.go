@@ -210,14 +210,3 @@ func testThreshold(t *testing.T, c *cluster, sk *sink) {
 	eventually(t, 10*time.Second, "1 source fires directly again", route([]string{"route-1"}, back, false))
 	c.deleteSource(t, ns, "route-1")
 }
-
-// consistently polls cond for d, failing the test as soon as it does not
-// hold.
-func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if !cond() {
-			t.Fatalf("not %s", what)
-		}
-	}
-}

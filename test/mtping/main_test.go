@@ -23,8 +23,9 @@ import (
 
 // Shared with the other process tests (test/testproc).
 var (
-	freePort   = testproc.FreePort
-	eventually = testproc.Eventually
+	freePort     = testproc.FreePort
+	eventually   = testproc.Eventually
+	consistently = testproc.Consistently
 )
 
 type syncBuffer = testproc.SyncBuffer

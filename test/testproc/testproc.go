@@ -53,3 +53,18 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Consistently polls cond every 50 ms for d, failing the test as soon as
+// it does not hold.
+func Consistently(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if !cond() {
+			tb.Fatalf("not %s", what)
+		}
+		<-tick.C
+	}
+}
