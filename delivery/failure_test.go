@@ -107,8 +107,9 @@ func TestClassifyRealErrors(t *testing.T) {
 	closedURL := "http://" + closed.Addr().String()
 	closed.Close()
 
-	tr := delivery.NewTransports(delivery.TransportParams{}).HTTP1
-	t.Cleanup(tr.CloseIdleConnections)
+	trs := delivery.NewTransports(delivery.TransportParams{})
+	tr := trs.HTTP1
+	t.Cleanup(trs.CloseIdleConnections)
 
 	tests := []struct {
 		name string

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery/http1"
 )
 
 // TransportParams configures the transports that reach destinations.
@@ -50,15 +52,21 @@ type TransportParams struct {
 	MaxH2CConnsPerHost int
 }
 
-// Transports holds the two shared pools that reach destinations: HTTP/1.1
-// (and h2 over TLS where the destination offers it) and h2c with prior
-// knowledge. Both dial through the same dialer. They never use the
-// environment's HTTP proxy settings, which would hide the real destination
-// from the dial-time check, and, as RoundTrippers, never follow redirects.
+// Transports holds the shared pools that reach destinations: HTTP/1.1 to
+// plain http:// ones (http1.Transport: no goroutine per connection, no
+// buffer while a call waits), net/http's transport for https:// ones (h2 or
+// HTTP/1.1, by ALPN), and h2c with prior knowledge. All dial through the
+// same dialer. They never use the environment's HTTP proxy settings, which
+// would hide the real destination from the dial-time check, and, as
+// RoundTrippers, never follow redirects.
 type Transports struct {
-	// HTTP1 speaks HTTP/1.1 to http:// destinations and negotiates h2 or
-	// HTTP/1.1 with https:// ones.
-	HTTP1 *http.Transport
+	// HTTP1 sends a request by its scheme: http:// through Plain,
+	// https:// through TLS.
+	HTTP1 http.RoundTripper
+	// Plain speaks HTTP/1.1 to http:// destinations.
+	Plain *http1.Transport
+	// TLS negotiates h2 or HTTP/1.1 with https:// destinations.
+	TLS *http.Transport
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
 	H2C *http.Transport
 	// Prober tells whether a destination speaks h2c, through the same
@@ -66,7 +74,7 @@ type Transports struct {
 	Prober *H2CProber
 }
 
-// NewTransports builds both transports from p.
+// NewTransports builds the transports from p.
 func NewTransports(p TransportParams) *Transports {
 	dialer := &net.Dialer{
 		Timeout:   orDuration(p.DialTimeout, 5*time.Second),
@@ -90,31 +98,59 @@ func NewTransports(p TransportParams) *Transports {
 			HTTP2:                  p.HTTP2,
 		}
 	}
-	h1 := base()
-	h1.Protocols = new(http.Protocols)
-	h1.Protocols.SetHTTP1(true)
-	h1.Protocols.SetHTTP2(true)
+	plain := &http1.Transport{
+		Dial:                   dial,
+		MaxIdleConnsPerHost:    orInt(p.MaxIdleConnsPerHost, 1024),
+		IdleConnTimeout:        orDuration(p.IdleConnTimeout, 5*time.Minute),
+		MaxResponseHeaderBytes: orInt64(p.MaxResponseHeaderBytes, 64<<10),
+	}
+	tls := base()
+	tls.Protocols = new(http.Protocols)
+	tls.Protocols.SetHTTP1(true)
+	tls.Protocols.SetHTTP2(true)
 
 	h2c := base()
 	h2c.Protocols = new(http.Protocols)
 	h2c.Protocols.SetUnencryptedHTTP2(true)
 	h2c.MaxConnsPerHost = orInt(p.MaxH2CConnsPerHost, 64)
-	return &Transports{HTTP1: h1, H2C: h2c, Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout}}
+	return &Transports{
+		HTTP1: bySchemeTransport{plain: plain, tls: tls},
+		Plain: plain, TLS: tls, H2C: h2c,
+		Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout},
+	}
 }
 
 // For returns the transport for a destination with the given scheme: h2c
 // only when asked for and the destination is plain http.
-func (t *Transports) For(scheme string, h2c bool) *http.Transport {
-	if h2c && scheme == "http" {
+func (t *Transports) For(scheme string, h2c bool) http.RoundTripper {
+	switch {
+	case scheme != "http":
+		return t.TLS
+	case h2c:
 		return t.H2C
+	default:
+		return t.Plain
 	}
-	return t.HTTP1
 }
 
-// CloseIdleConnections closes the idle connections of both pools.
+// CloseIdleConnections closes the idle connections of every pool.
 func (t *Transports) CloseIdleConnections() {
-	t.HTTP1.CloseIdleConnections()
+	t.Plain.CloseIdleConnections()
+	t.TLS.CloseIdleConnections()
 	t.H2C.CloseIdleConnections()
+}
+
+// bySchemeTransport sends http:// requests through plain, others through tls.
+type bySchemeTransport struct {
+	plain *http1.Transport
+	tls   *http.Transport
+}
+
+func (t bySchemeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL != nil && req.URL.Scheme == "http" {
+		return t.plain.RoundTrip(req)
+	}
+	return t.tls.RoundTrip(req)
 }
 
 func orDuration(v, def time.Duration) time.Duration {

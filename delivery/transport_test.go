@@ -73,19 +73,19 @@ func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, string
 
 func TestTransportsFor(t *testing.T) {
 	trs := delivery.NewTransports(delivery.TransportParams{})
-	if trs.HTTP1 == trs.H2C {
-		t.Fatal("HTTP1 and H2C are the same transport")
+	if trs.TLS == trs.H2C {
+		t.Fatal("TLS and H2C are the same transport")
 	}
 	tests := []struct {
 		name   string
 		scheme string
 		h2c    bool
-		want   *http.Transport
+		want   http.RoundTripper
 	}{
 		{name: "http with h2c", scheme: "http", h2c: true, want: trs.H2C},
-		{name: "http without h2c", scheme: "http", want: trs.HTTP1},
-		{name: "https with h2c", scheme: "https", h2c: true, want: trs.HTTP1},
-		{name: "https without h2c", scheme: "https", want: trs.HTTP1},
+		{name: "http without h2c", scheme: "http", want: trs.Plain},
+		{name: "https with h2c", scheme: "https", h2c: true, want: trs.TLS},
+		{name: "https without h2c", scheme: "https", want: trs.TLS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,17 @@ func TestNewTransportsSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			trs := delivery.NewTransports(tt.params)
-			for name, tr := range map[string]*http.Transport{"HTTP1": trs.HTTP1, "H2C": trs.H2C} {
+			plain := settings{
+				MaxIdleConnsPerHost:    trs.Plain.MaxIdleConnsPerHost,
+				IdleConnTimeout:        trs.Plain.IdleConnTimeout,
+				TLSHandshakeTimeout:    tt.want.TLSHandshakeTimeout, // no TLS
+				MaxResponseHeaderBytes: trs.Plain.MaxResponseHeaderBytes,
+				DisableCompression:     true, // never asks for compression
+			}
+			if diff := cmp.Diff(tt.want, plain); diff != "" {
+				t.Errorf("Plain settings (-want +got):\n%s", diff)
+			}
+			for name, tr := range map[string]*http.Transport{"TLS": trs.TLS, "H2C": trs.H2C} {
 				got := settings{
 					MaxIdleConnsPerHost:    tr.MaxIdleConnsPerHost,
 					IdleConnTimeout:        tr.IdleConnTimeout,
@@ -318,33 +328,50 @@ func TestTransportsIgnoreEnvironmentProxy(t *testing.T) {
 	})
 	trs := delivery.NewTransports(delivery.TransportParams{})
 	t.Cleanup(trs.CloseIdleConnections)
+	// Go never proxies loopback destinations, so the check is on a name
+	// that a proxy-aware transport would send to HTTP_PROXY: the dial
+	// records what is dialed and goes to the backend instead.
+	var (
+		mu     sync.Mutex
+		dialed []string
+	)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
 	for _, tt := range []struct {
 		name string
-		tr   *http.Transport
-	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		rt   func() http.RoundTripper
+	}{{"plain http1", func() http.RoundTripper {
+		p := delivery.NewTransports(delivery.TransportParams{}).Plain
+		p.Dial = dial
+		return p
+	}}, {"tls", func() http.RoundTripper {
+		if trs.TLS.Proxy != nil {
+			t.Error("TLS: Proxy is set, want nil")
+		}
+		tr := trs.TLS.Clone()
+		tr.DialContext = dial
+		return tr
+	}}, {"h2c", func() http.RoundTripper {
+		if trs.H2C.Proxy != nil {
+			t.Error("H2C: Proxy is set, want nil")
+		}
+		tr := trs.H2C.Clone()
+		tr.DialContext = dial
+		return tr
+	}}} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.tr.Proxy != nil {
-				t.Error("Proxy is set, want nil")
-			}
-			if _, body := get(t, tt.tr, srv.URL); body != "direct" {
+			mu.Lock()
+			dialed = nil
+			mu.Unlock()
+			rt := tt.rt()
+			t.Cleanup(rt.(interface{ CloseIdleConnections() }).CloseIdleConnections)
+			if _, body := get(t, rt, "http://sink.example.svc.cluster.local/"); body != "direct" {
 				t.Errorf("body %q, want %q", body, "direct")
 			}
-			// Go never proxies loopback destinations, so also check a name
-			// that a proxy-aware transport would send to HTTP_PROXY: record
-			// what is dialed instead of dialing it.
-			tr := tt.tr.Clone()
-			var (
-				mu     sync.Mutex
-				dialed []string
-			)
-			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				mu.Lock()
-				dialed = append(dialed, addr)
-				mu.Unlock()
-				return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
-			}
-			t.Cleanup(tr.CloseIdleConnections)
-			get(t, tr, "http://sink.example.svc.cluster.local/")
 			mu.Lock()
 			defer mu.Unlock()
 			if want := []string{"sink.example.svc.cluster.local:80"}; !cmp.Equal(dialed, want) {
@@ -362,8 +389,8 @@ func TestTransportsSendNoAcceptEncoding(t *testing.T) {
 	t.Cleanup(trs.CloseIdleConnections)
 	for _, tt := range []struct {
 		name string
-		tr   *http.Transport
-	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		tr   http.RoundTripper
+	}{{"http1", trs.HTTP1}, {"tls", trs.TLS}, {"h2c", trs.H2C}} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, got := get(t, tt.tr, srv.URL); got != "" {
 				t.Errorf("destination saw Accept-Encoding %q, want none (bodies pass through untouched)", got)
@@ -380,8 +407,8 @@ func TestTransportsLimitResponseHeaders(t *testing.T) {
 	t.Cleanup(trs.CloseIdleConnections)
 	for _, tt := range []struct {
 		name string
-		tr   *http.Transport
-	}{{"http1", trs.HTTP1}, {"h2c", trs.H2C}} {
+		tr   http.RoundTripper
+	}{{"http1", trs.HTTP1}, {"tls", trs.TLS}, {"h2c", trs.H2C}} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
 			if err != nil {

@@ -28,8 +28,9 @@ var (
 // caller's connection, which belongs to the next request by then.
 type guardedBody struct {
 	rc       io.ReadCloser
-	mu       sync.Mutex // guards ctl against Close
+	mu       sync.Mutex // guards ctl, closed and reading
 	closed   bool
+	reading  bool // a Read is under way
 	ctl      *http.ResponseController
 	max, n   int64
 	idle     time.Duration
@@ -54,10 +55,22 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if rem := b.max - b.n + 1; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	if !b.control(func() { _ = b.ctl.SetReadDeadline(time.Now().Add(b.idle)) }) {
+	if !b.control(func() {
+		b.reading = true
+		_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	}) {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	n, err := b.rc.Read(p)
+	b.mu.Lock()
+	b.reading = false
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		// Closed while this read waited: the call is over, and what cut the
+		// read says nothing of the caller.
+		return n, http.ErrBodyReadAfterClose
+	}
 	b.n += int64(n)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -93,17 +106,25 @@ func (b *guardedBody) abandon() { _ = b.ctl.SetReadDeadline(time.Unix(1, 0)) }
 
 // Close ends the body; the handler calls it before it returns, the
 // transport when it is done with the body. Only the first call counts.
+// A read still waiting for the caller (the transport's, when the call
+// ended before the whole body went out) is woken by a deadline in the
+// past: left without one, it would hold the caller's connection, and the
+// server's close of the body would wait for it, until the caller sent
+// more.
 func (b *guardedBody) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil
 	}
 	b.closed = true
-	if b.stalled.Load() || b.tooLarge.Load() {
+	if b.stalled.Load() || b.tooLarge.Load() || b.reading {
 		b.abandon()
 	} else {
 		_ = b.ctl.SetReadDeadline(time.Time{})
 	}
+	b.mu.Unlock()
+	// Outside the lock: closing waits for a read under way, which takes
+	// the lock on its way out.
 	return b.rc.Close()
 }

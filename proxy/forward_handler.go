@@ -127,7 +127,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := f.h2
 	if !h2c {
 		rt = f.h1
-		if err := preread(out, c); err != nil {
+		if err := f.preread(out, c); err != nil {
 			defer releaseStalledCaller(ctx, w)()
 			f.fail(w, out, err)
 			return
@@ -152,11 +152,14 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const preReadMax = 16 << 10
 
 // preread reads a small body of declared length before out goes out over
-// HTTP/1.1 (see preReadMax). The bytes then belong to the call until it
-// ends, as the transport keeps the request; over h2c, where the held calls
-// are counted in tens of thousands, bodies stream instead.
-func preread(out *http.Request, c *call) error {
-	if c.body == nil || out.ContentLength <= 0 || out.ContentLength > preReadMax {
+// net/http's transport to an https destination (see preReadMax). The bytes
+// then belong to the call until it ends, as the transport keeps the
+// request. Plain-http destinations need none of it: delivery's HTTP/1.1
+// transport reads such a body ahead itself and lets it go once written;
+// over h2c, where the held calls are counted in tens of thousands, bodies
+// stream.
+func (f *forwarder) preread(out *http.Request, c *call) error {
+	if c.body == nil || out.ContentLength <= 0 || out.ContentLength > preReadMax || out.URL.Scheme == "http" {
 		return nil
 	}
 	b := make([]byte, out.ContentLength)

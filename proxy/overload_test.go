@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,12 +78,13 @@ func TestRefusalsReadNothingDialNothing(t *testing.T) {
 
 // floodCalls sends n concurrent calls of tenant to dest and returns their
 // statuses and reasons once all ended.
-func floodCalls(t *testing.T, fp *faultProxy, client *http.Client, dest, tenant string, n int) <-chan []string {
+func floodCalls(t *testing.T, fp *faultProxy, client *http.Client, dest, tenant string, n int) (<-chan []string, *atomic.Int64) {
 	out := make(chan []string, 1)
 	var (
-		mu  sync.Mutex
-		got []string
-		wg  sync.WaitGroup
+		mu       sync.Mutex
+		got      []string
+		wg       sync.WaitGroup
+		answered atomic.Int64
 	)
 	for range n {
 		req := fp.newRequest(t, dest, strings.NewReader("e"))
@@ -96,10 +98,11 @@ func floodCalls(t *testing.T, fp *faultProxy, client *http.Client, dest, tenant 
 			mu.Lock()
 			got = append(got, strings.TrimSpace(s))
 			mu.Unlock()
+			answered.Add(1)
 		})
 	}
 	go func() { wg.Wait(); out <- got }()
-	return out
+	return out, &answered
 }
 
 // TestOneTenantFloodsASlowDestination: a tenant floods a slow destination
@@ -115,7 +118,7 @@ func TestOneTenantFloodsASlowDestination(t *testing.T) {
 		"FORWARD_MAX_INFLIGHT_PER_TENANT": "12", "FORWARD_TENANT_RESERVE": "4",
 	}, nil)
 	client := h1Client(t)
-	results := floodCalls(t, fp, client, slow.URL, "greedy", 60)
+	results, _ := floodCalls(t, fp, client, slow.URL, "greedy", 60)
 	proxytest.Eventually(t, 10*time.Second, func() bool { return slow.Count() == 12 }, "the flood did not fill the tenant's share")
 
 	for i := range 3 {
@@ -150,8 +153,11 @@ func TestSlowDestinationCapped(t *testing.T) {
 		"FORWARD_MAX_INFLIGHT": "16", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "4", "FORWARD_MAX_INFLIGHT_PER_TENANT": "16",
 	}, nil)
 	client := h1Client(t)
-	results := floodCalls(t, fp, client, slow.URL, "a", 20)
+	results, answered := floodCalls(t, fp, client, slow.URL, "a", 20)
 	proxytest.Eventually(t, 10*time.Second, func() bool { return slow.Count() == 4 }, "the slow destination was not filled")
+	// Every call of the flood has arrived once all but the held ones are
+	// answered; released earlier, a late one would find a free slot.
+	proxytest.Eventually(t, 10*time.Second, func() bool { return answered.Load() == 16 }, "the calls past the cap were not all answered")
 	for i := range 10 {
 		if resp, body := do(t, client, fp.newRequest(t, fast.URL, strings.NewReader("e"))); resp.StatusCode != http.StatusOK {
 			t.Errorf("call %d to another destination got %d %q", i, resp.StatusCode, body)
