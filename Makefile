@@ -50,6 +50,7 @@ fuzz-short fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzFraming$$' -fuzztime=$(FUZZTIME) ./proxy/
 	$(GO) test -run='^$$' -fuzz='^FuzzDestinationPolicy$$' -fuzztime=$(FUZZTIME) ./proxy/
 	$(GO) test -run='^$$' -fuzz='^FuzzSanitiseHeaders$$' -fuzztime=$(FUZZTIME) ./proxy/
+	$(GO) test -run='^$$' -fuzz='^FuzzAnswer$$' -fuzztime=$(FUZZTIME) ./delivery/http1/
 
 lint: tidy-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

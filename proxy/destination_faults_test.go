@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/tls"
+	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -132,5 +135,51 @@ func TestDestinationAnswersPassThrough(t *testing.T) {
 				t.Errorf("the destination saw %d attempts, want 1", n)
 			}
 		})
+	}
+}
+
+// TestDestinationInvalidStatus: a destination answering with three digits
+// that are no HTTP status (000, 099) gets the caller a 502 unreachable,
+// over plain HTTP/1.1 (delivery/http1 refuses the answer) and over TLS
+// (net/http's transport passes it on; the forwarder refuses it), instead of
+// a status the server would panic writing back.
+func TestDestinationInvalidStatus(t *testing.T) {
+	cert := httptest.NewUnstartedServer(nil)
+	cert.StartTLS()
+	t.Cleanup(cert.Close)
+	trusted := cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	for _, status := range []string{"000", "099"} {
+		for _, scheme := range []string{"http", "https"} {
+			t.Run(status+"/"+scheme, func(t *testing.T) {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if scheme == "https" {
+					cfg := cert.TLS.Clone()
+					cfg.NextProtos = []string{"http/1.1"}
+					ln = tls.NewListener(ln, cfg)
+				}
+				t.Cleanup(func() { ln.Close() })
+				go func() {
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							return
+						}
+						go func() {
+							defer c.Close()
+							if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+								_, _ = io.WriteString(c, "HTTP/1.1 "+status+" Odd\r\nContent-Length: 2\r\n\r\nok")
+							}
+						}()
+					}
+				}()
+				trs := faultTransports(t, nil, func(p *delivery.TransportParams) { p.TLSConfig = &tls.Config{RootCAs: trusted} })
+				fp := newFaultProxy(t, nil, nil, WithTransports(trs))
+				resp, body := do(t, h1Client(t), fp.newRequest(t, scheme+"://"+ln.Addr().String()+"/", strings.NewReader("e")))
+				wantProxyError(t, resp, body, ReasonUnreachable)
+			})
+		}
 	}
 }

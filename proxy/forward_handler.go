@@ -217,8 +217,14 @@ var (
 // a reset, not a short body that looks complete).
 func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.Response) {
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
+	switch {
+	case resp.StatusCode == http.StatusSwitchingProtocols:
 		writeError(w, ReasonUnreachable, "the destination switched protocols, which the proxy never asks for")
+		return
+	case resp.StatusCode < 100 || resp.StatusCode > 999:
+		// net/http's transport passes any three digits on; written back,
+		// such a status would panic the server.
+		writeError(w, ReasonUnreachable, "the destination answered with status "+strconv.Itoa(resp.StatusCode)+", which is not an HTTP status")
 		return
 	}
 	removeHopByHop(resp.Header)

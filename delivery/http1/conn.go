@@ -150,6 +150,11 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if resp.StatusCode < 100 {
+			// http.ReadResponse takes any three digits; net/http's server
+			// would panic writing such a status back.
+			return nil, fmt.Errorf("http1: the answer's status %03d is not an HTTP status", resp.StatusCode)
+		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			if i == max1xx {
 				return nil, errors.New("http1: too many interim answers")
