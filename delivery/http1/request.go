@@ -170,11 +170,20 @@ func encode(req *http.Request, host string, readAhead int64) (o *outgoing, err e
 	return o, nil
 }
 
-// skipHeader: framing and Host come from the request's fields, not its map.
+// skipHeader: framing and Host come from the request's fields, not its
+// map, under whatever case a key was set with (a key set straight into the
+// map is not canonicalised): a second Content-Length or Transfer-Encoding
+// would let the destination read the request's end elsewhere.
 func skipHeader(k string) bool {
-	switch k {
-	case "Host", "Content-Length", "Transfer-Encoding", "Trailer":
-		return true
+	switch len(k) {
+	case len("Host"):
+		return strings.EqualFold(k, "Host")
+	case len("Trailer"):
+		return strings.EqualFold(k, "Trailer")
+	case len("Content-Length"):
+		return strings.EqualFold(k, "Content-Length")
+	case len("Transfer-Encoding"):
+		return strings.EqualFold(k, "Transfer-Encoding")
 	}
 	return false
 }

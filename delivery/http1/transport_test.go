@@ -442,6 +442,19 @@ func TestRoundTripWritesRequestHead(t *testing.T) {
 			"Content-Length": {"5"}, "Transfer-Encoding": nil, "Trailer": nil,
 		},
 		notInHead: []string{"99", "X-Evil"},
+	}, {
+		name: "framing headers under keys in other cases ignored", method: "POST", path: "/", body: "hello",
+		header: http.Header{
+			"content-length":    {"99"},
+			"TRANSFER-ENCODING": {"chunked"},
+			"host":              {"evil.example"},
+			"trailer":           {"X-Evil"},
+		},
+		wantLine: "POST / HTTP/1.1",
+		wantHeaders: map[string][]string{
+			"Content-Length": {"5"}, "Transfer-Encoding": nil, "Host": {srvHost(srv)}, "Trailer": nil,
+		},
+		notInHead: []string{"99", "evil.example", "X-Evil"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
