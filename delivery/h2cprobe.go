@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // h2cPreface is the client connection preface of HTTP/2 (RFC 9113 section
@@ -18,8 +20,10 @@ var h2cPreface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 // connection, sends the HTTP/2 connection preface and reads the first frame
 // of the answer. An HTTP/2 server answers with SETTINGS; an HTTP/1-only one
 // answers with an HTTP/1 status line (Go servers hand it a "PRI *" request,
-// never an event). Answers are cached per host:port. It is safe for
-// concurrent use.
+// never an event). Answers are cached per host:port, and calls that ask
+// about a destination while it is being probed wait for that probe rather
+// than open one each (a tick's burst to a new sink would otherwise open a
+// probe connection per event). It is safe for concurrent use.
 type H2CProber struct {
 	// Dial connects to a destination; use the transports' guarded dialer.
 	// Required.
@@ -34,8 +38,9 @@ type H2CProber struct {
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]probeAnswer
+	mu       sync.Mutex
+	cache    map[string]probeAnswer
+	inflight singleflight.Group
 }
 
 type probeAnswer struct {
@@ -54,20 +59,31 @@ func (p *H2CProber) Supports(ctx context.Context, addr string) bool {
 	if ok && now.Before(a.expires) {
 		return a.h2c
 	}
-	h2c, err := p.probe(ctx, addr)
-	if err != nil {
+	// The probe is shared: it runs under its own timeout, not under the
+	// context of the call that happened to start it, and a caller that
+	// leaves stops waiting for it.
+	ch := p.inflight.DoChan(addr, func() (any, error) {
+		h2c, err := p.probe(context.WithoutCancel(ctx), addr)
+		if err != nil {
+			return false, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.cache == nil {
+			p.cache = map[string]probeAnswer{}
+		}
+		if max := orInt(p.MaxEntries, 10000); len(p.cache) >= max {
+			p.evict(now)
+		}
+		p.cache[addr] = probeAnswer{h2c: h2c, expires: now.Add(orDuration(p.TTL, 10*time.Minute))}
+		return h2c, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Err == nil && r.Val.(bool)
+	case <-ctx.Done():
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cache == nil {
-		p.cache = map[string]probeAnswer{}
-	}
-	if max := orInt(p.MaxEntries, 10000); len(p.cache) >= max {
-		p.evict(now)
-	}
-	p.cache[addr] = probeAnswer{h2c: h2c, expires: now.Add(orDuration(p.TTL, 10*time.Minute))}
-	return h2c
 }
 
 // evict drops expired answers, or every answer when none has expired.

@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // probeServer is a destination that records the methods it was called with.
@@ -132,5 +135,58 @@ func TestH2CProberCache(t *testing.T) {
 	p.Supports(ctx, h1.addr())
 	if len(p.cache) > 2 {
 		t.Errorf("cache holds %d answers, more than MaxEntries 2", len(p.cache))
+	}
+}
+
+// TestH2CProberSharesAProbe: calls that ask about a destination while it
+// is being probed wait for that one probe instead of opening one each (a
+// tick's burst to a new sink); all get its answer, and a caller that
+// leaves stops waiting without spoiling the answer for the others.
+func TestH2CProberSharesAProbe(t *testing.T) {
+	for _, h2c := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1 destination", true: "h2c destination"}[h2c], func(t *testing.T) {
+			srv := newProbeServer(t, h2c)
+			var dials atomic.Int64
+			gate := make(chan struct{})
+			p := &H2CProber{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				<-gate // every caller asks before the probe gets anywhere
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}
+			const callers = 50
+			answers := make(chan bool, callers)
+			var asked sync.WaitGroup
+			for range callers {
+				asked.Add(1)
+				go func() {
+					asked.Done()
+					answers <- p.Supports(context.Background(), srv.addr())
+				}()
+			}
+			asked.Wait()
+			// One caller gives up while the probe is under way.
+			leaving, leave := context.WithCancel(context.Background())
+			left := make(chan bool, 1)
+			go func() { left <- p.Supports(leaving, srv.addr()) }()
+			testproc.Eventually(t, 10*time.Second, "the probe has started", func() bool { return dials.Load() == 1 })
+			leave()
+			select {
+			case got := <-left:
+				if got {
+					t.Error("the caller that left was told the destination speaks h2c")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the caller that left still waits for the probe")
+			}
+			close(gate)
+			for range callers {
+				if got := <-answers; got != h2c {
+					t.Fatalf("Supports = %v, want %v", got, h2c)
+				}
+			}
+			if n := dials.Load(); n != 1 {
+				t.Errorf("%d callers at once opened %d probes, want 1", callers+1, n)
+			}
+		})
 	}
 }

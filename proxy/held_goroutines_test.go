@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+)
+
+// goroutinesIn counts the goroutines whose stack names any of funcs.
+func goroutinesIn(funcs ...string) map[string]int {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := map[string]int{}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		for _, f := range funcs {
+			if bytes.Contains(g, []byte(f)) {
+				n[f]++
+			}
+		}
+	}
+	return n
+}
+
+// TestHeldHTTP1CallsHaveNoConnectionGoroutines pins what a held call to a
+// plain-http HTTP/1.1 destination costs on the proxy's outbound side: it
+// waits on its handler's goroutine in delivery/http1, for the socket to
+// become readable, and the proxy runs no goroutine per outbound connection
+// (net/http's transport ran two: persistConn's readLoop and writeLoop).
+// The callers come over h2c, so that every persistConn goroutine in the
+// process would be the proxy's.
+func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
+	const calls = 50
+	hold := proxytest.NewHold(t)
+	dest := proxytest.NewDestination(t, hold.Reply) // HTTP/1.1 only: the h2c probe says so
+	tp := newTestProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
+	})
+	client := h2cClient(t)
+	results := make([]<-chan result, calls)
+	for i := range calls {
+		results[i] = goDo(client, tp.newRequest(t, dest.URL+"/held", strings.NewReader("event")))
+	}
+	const (
+		waiting   = "delivery/http1.(*conn).await"
+		readLoop  = "net/http.(*persistConn).readLoop"
+		writeLoop = "net/http.(*persistConn).writeLoop"
+	)
+	proxytest.Eventually(t, 10*time.Second, func() bool {
+		return goroutinesIn(waiting)[waiting] == calls
+	}, fmt.Sprintf("%d calls held, each waiting in delivery/http1", calls))
+	got := goroutinesIn(readLoop, writeLoop)
+	if got[readLoop]+got[writeLoop] != 0 {
+		t.Errorf("%d calls held with %d readLoop and %d writeLoop goroutines, want none", calls, got[readLoop], got[writeLoop])
+	}
+	hold.Release()
+	for i, ch := range results {
+		r := await(t, ch)
+		if r.err != nil || r.resp.StatusCode != http.StatusOK {
+			t.Errorf("call %d: %v %v", i, r.err, r.resp)
+		}
+	}
+}
