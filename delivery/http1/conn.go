@@ -127,8 +127,7 @@ func (c *conn) callErr(ctx context.Context, err error) error {
 	if cerr := cut(ctx); cerr != nil {
 		return fmt.Errorf("http1: the call was cut: %w", cerr)
 	}
-	switch {
-	case c.src.hitLimit:
+	if c.src.hitLimit {
 		return fmt.Errorf("%w (%d bytes)", ErrResponseHeaderTooLarge, orInt64(c.t.MaxResponseHeaderBytes, 64<<10))
 	}
 	return err
