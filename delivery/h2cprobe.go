@@ -72,10 +72,10 @@ func (p *H2CProber) Supports(ctx context.Context, addr string) bool {
 		if p.cache == nil {
 			p.cache = map[string]probeAnswer{}
 		}
-		if max := orInt(p.MaxEntries, 10000); len(p.cache) >= max {
+		if max := orDefault(p.MaxEntries, 10000); len(p.cache) >= max {
 			p.evict(now)
 		}
-		p.cache[addr] = probeAnswer{h2c: h2c, expires: now.Add(orDuration(p.TTL, 10*time.Minute))}
+		p.cache[addr] = probeAnswer{h2c: h2c, expires: now.Add(orDefault(p.TTL, 10*time.Minute))}
 		return h2c, nil
 	})
 	select {
@@ -101,7 +101,7 @@ func (p *H2CProber) evict(now time.Time) {
 }
 
 func (p *H2CProber) probe(ctx context.Context, addr string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, orDuration(p.Timeout, 5*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, orDefault(p.Timeout, 5*time.Second))
 	defer cancel()
 	conn, err := p.Dial(ctx, "tcp", addr)
 	if err != nil {

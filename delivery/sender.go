@@ -188,19 +188,19 @@ func NewSender(p SenderParams) *Sender {
 }
 
 func (p *SenderParams) defaults() {
-	p.Timeout = orDuration(p.Timeout, 10*time.Minute)
-	p.HandoffTimeout = orDuration(p.HandoffTimeout, 10*time.Second)
+	p.Timeout = orDefault(p.Timeout, 10*time.Minute)
+	p.HandoffTimeout = orDefault(p.HandoffTimeout, 10*time.Second)
 	switch {
 	case p.Retries == 0:
 		p.Retries = 5
 	case p.Retries < 0:
 		p.Retries = 0
 	}
-	p.BackoffDelay = orDuration(p.BackoffDelay, 50*time.Millisecond)
-	p.BackoffMax = orDuration(p.BackoffMax, 10*time.Second)
-	p.MaxRetryAfter = orDuration(p.MaxRetryAfter, 30*time.Second)
-	p.ProxyDownFor = orDuration(p.ProxyDownFor, 5*time.Second)
-	p.MaxReplyBytes = orInt64(p.MaxReplyBytes, 4<<20)
+	p.BackoffDelay = orDefault(p.BackoffDelay, 50*time.Millisecond)
+	p.BackoffMax = orDefault(p.BackoffMax, 10*time.Second)
+	p.MaxRetryAfter = orDefault(p.MaxRetryAfter, 30*time.Second)
+	p.ProxyDownFor = orDefault(p.ProxyDownFor, 5*time.Second)
+	p.MaxReplyBytes = orDefault(p.MaxReplyBytes, 4<<20)
 	if p.ProxyAudience == "" {
 		p.ProxyAudience = "event-forwarding-proxy"
 	}

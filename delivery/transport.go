@@ -77,8 +77,8 @@ type Transports struct {
 // NewTransports builds the transports from p.
 func NewTransports(p TransportParams) *Transports {
 	dialer := &net.Dialer{
-		Timeout:   orDuration(p.DialTimeout, 5*time.Second),
-		KeepAlive: orDuration(p.KeepAlive, 30*time.Second),
+		Timeout:   orDefault(p.DialTimeout, 5*time.Second),
+		KeepAlive: orDefault(p.KeepAlive, 30*time.Second),
 		Control:   p.Control,
 		Resolver:  p.Resolver,
 	}
@@ -88,11 +88,11 @@ func NewTransports(p TransportParams) *Transports {
 			Proxy:                  nil,
 			DialContext:            dial,
 			MaxIdleConns:           0, // no global cap: per-host caps bound it
-			MaxIdleConnsPerHost:    orInt(p.MaxIdleConnsPerHost, 1024),
-			IdleConnTimeout:        orDuration(p.IdleConnTimeout, 5*time.Minute),
-			TLSHandshakeTimeout:    orDuration(p.TLSHandshakeTimeout, 10*time.Second),
+			MaxIdleConnsPerHost:    orDefault(p.MaxIdleConnsPerHost, 1024),
+			IdleConnTimeout:        orDefault(p.IdleConnTimeout, 5*time.Minute),
+			TLSHandshakeTimeout:    orDefault(p.TLSHandshakeTimeout, 10*time.Second),
 			TLSClientConfig:        p.TLSConfig,
-			MaxResponseHeaderBytes: orInt64(p.MaxResponseHeaderBytes, 64<<10),
+			MaxResponseHeaderBytes: orDefault(p.MaxResponseHeaderBytes, 64<<10),
 			ExpectContinueTimeout:  time.Second,
 			DisableCompression:     true, // bodies pass through byte for byte
 			HTTP2:                  p.HTTP2,
@@ -100,9 +100,9 @@ func NewTransports(p TransportParams) *Transports {
 	}
 	plain := &http1.Transport{
 		Dial:                   dial,
-		MaxIdleConnsPerHost:    orInt(p.MaxIdleConnsPerHost, 1024),
-		IdleConnTimeout:        orDuration(p.IdleConnTimeout, 5*time.Minute),
-		MaxResponseHeaderBytes: orInt64(p.MaxResponseHeaderBytes, 64<<10),
+		MaxIdleConnsPerHost:    orDefault(p.MaxIdleConnsPerHost, 1024),
+		IdleConnTimeout:        orDefault(p.IdleConnTimeout, 5*time.Minute),
+		MaxResponseHeaderBytes: orDefault(p.MaxResponseHeaderBytes, 64<<10),
 	}
 	tls := base()
 	tls.Protocols = new(http.Protocols)
@@ -112,7 +112,7 @@ func NewTransports(p TransportParams) *Transports {
 	h2c := base()
 	h2c.Protocols = new(http.Protocols)
 	h2c.Protocols.SetUnencryptedHTTP2(true)
-	h2c.MaxConnsPerHost = orInt(p.MaxH2CConnsPerHost, 64)
+	h2c.MaxConnsPerHost = orDefault(p.MaxH2CConnsPerHost, 64)
 	return &Transports{
 		HTTP1: bySchemeTransport{plain: plain, tls: tls},
 		Plain: plain, TLS: tls, H2C: h2c,
@@ -153,21 +153,9 @@ func (t bySchemeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return t.tls.RoundTrip(req)
 }
 
-func orDuration(v, def time.Duration) time.Duration {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
-func orInt(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
-func orInt64(v, def int64) int64 {
+// orDefault returns v, or def when v is not positive: how zero settings
+// take their defaults.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}

@@ -128,7 +128,7 @@ func (c *conn) callErr(ctx context.Context, err error) error {
 		return fmt.Errorf("http1: the call was cut: %w", cerr)
 	}
 	if c.src.hitLimit {
-		return fmt.Errorf("%w (%d bytes)", ErrResponseHeaderTooLarge, orInt64(c.t.MaxResponseHeaderBytes, 64<<10))
+		return fmt.Errorf("%w (%d bytes)", ErrResponseHeaderTooLarge, orDefault(c.t.MaxResponseHeaderBytes, 64<<10))
 	}
 	return err
 }
@@ -136,7 +136,7 @@ func (c *conn) callErr(ctx context.Context, err error) error {
 // readHead reads the answer's status line and headers, skipping interim
 // answers.
 func (c *conn) readHead(req *http.Request) (*http.Response, error) {
-	limit := orInt64(c.t.MaxResponseHeaderBytes, 64<<10)
+	limit := orDefault(c.t.MaxResponseHeaderBytes, 64<<10)
 	c.src.limit, c.src.limited = limit, true
 	if err := c.await(); err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	addr := hostPort(req.URL)
-	o, err := encode(req, req.URL.Host, orInt64(t.ReadAheadMax, 16<<10))
+	o, err := encode(req, req.URL.Host, orDefault(t.ReadAheadMax, 16<<10))
 	if err != nil {
 		return nil, err
 	}
@@ -147,13 +147,10 @@ func (t *Transport) takeIdle(addr string) *conn {
 // putIdle keeps c for another call, or closes it when the pool of its
 // host is full.
 func (t *Transport) putIdle(c *conn) {
-	timeout := t.IdleConnTimeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
+	timeout := orDefault(t.IdleConnTimeout, 5*time.Minute)
 	t.mu.Lock()
 	list := t.idle[c.key]
-	if len(list) >= orInt(t.MaxIdleConnsPerHost, 1024) {
+	if len(list) >= orDefault(t.MaxIdleConnsPerHost, 1024) {
 		t.mu.Unlock()
 		_ = c.nc.Close()
 		return
@@ -236,14 +233,9 @@ func closeBody(req *http.Request) {
 	}
 }
 
-func orInt(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
-func orInt64(v, def int64) int64 {
+// orDefault returns v, or def when v is not positive: how the Transport's
+// zero fields take their defaults.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}

@@ -1596,14 +1596,22 @@ func TestRoundTripContextWhileWaiting(t *testing.T) {
 			if !errors.Is(r.rtErr, tt.want) {
 				t.Errorf("RoundTrip error %v, want %v", r.rtErr, tt.want)
 			}
-			if n := tr.IdleConns(); n != 0 {
-				t.Errorf("%d idle connections, want 0", n)
-			}
-			get(t, tr, srv.URL+"/ok")
-			if n := dials.Load(); n != 2 {
-				t.Errorf("dialed %d times, want 2 (the cut connection not reused)", n)
-			}
+			wantCutConnectionDropped(t, tr, dials, srv.URL+"/ok")
 		})
+	}
+}
+
+// wantCutConnectionDropped: after a call cut by its context on the one
+// connection dialed so far, no connection is idle, and the next call, to
+// okURL, dials a new one.
+func wantCutConnectionDropped(t *testing.T, tr *http1.Transport, dials *atomic.Int64, okURL string) {
+	t.Helper()
+	if n := tr.IdleConns(); n != 0 {
+		t.Errorf("%d idle connections, want 0", n)
+	}
+	get(t, tr, okURL)
+	if n := dials.Load(); n != 2 {
+		t.Errorf("dialed %d times, want 2 (the cut connection not reused)", n)
 	}
 }
 
@@ -1657,13 +1665,7 @@ func TestRoundTripContextWhileReadingBody(t *testing.T) {
 				t.Errorf("Read returned %v after the cancel, want an error", err)
 			}
 			resp.Body.Close()
-			if n := tr.IdleConns(); n != 0 {
-				t.Errorf("%d idle connections, want 0", n)
-			}
-			get(t, tr, srv.URL+"/ok")
-			if n := dials.Load(); n != 2 {
-				t.Errorf("dialed %d times, want 2", n)
-			}
+			wantCutConnectionDropped(t, tr, dials, srv.URL+"/ok")
 		})
 	}
 }
