@@ -142,15 +142,21 @@ func TestDestinationAnswersPassThrough(t *testing.T) {
 // that are no HTTP status (000, 099) gets the caller a 502 unreachable,
 // over plain HTTP/1.1 (delivery/http1 refuses the answer) and over TLS
 // (net/http's transport passes it on; the forwarder refuses it), instead of
-// a status the server would panic writing back.
+// a status the server would panic writing back; so does an answer that is
+// not HTTP at all.
 func TestDestinationInvalidStatus(t *testing.T) {
 	cert := httptest.NewUnstartedServer(nil)
 	cert.StartTLS()
 	t.Cleanup(cert.Close)
 	trusted := cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	for _, status := range []string{"000", "099"} {
+	answers := map[string]string{
+		"000":      "HTTP/1.1 000 Odd\r\nContent-Length: 2\r\n\r\nok",
+		"099":      "HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nok",
+		"not HTTP": "SSH-2.0-OpenSSH_9.6\r\n\r\n",
+	}
+	for name, answer := range answers {
 		for _, scheme := range []string{"http", "https"} {
-			t.Run(status+"/"+scheme, func(t *testing.T) {
+			t.Run(name+"/"+scheme, func(t *testing.T) {
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					t.Fatal(err)
@@ -170,7 +176,7 @@ func TestDestinationInvalidStatus(t *testing.T) {
 						go func() {
 							defer c.Close()
 							if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-								_, _ = io.WriteString(c, "HTTP/1.1 "+status+" Odd\r\nContent-Length: 2\r\n\r\nok")
+								_, _ = io.WriteString(c, answer)
 							}
 						}()
 					}
