@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"knative.dev/event-forwarding-proxy/test/testproc"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // Shared with the other process tests (test/testproc).

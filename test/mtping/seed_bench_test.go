@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"knative.dev/eventing/pkg/client/clientset/versioned"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // The seed scenario's two modes.
@@ -77,11 +77,11 @@ func (c seedConfig) MarshalJSON() ([]byte, error) {
 //	go test -run '^$' -bench Seed -benchtime 1x -timeout 30m ./test/mtping/
 func BenchmarkSeed(b *testing.B) {
 	cfg := seedConfig{
-		Sources:     seedEnvInt(b, "SEED_SOURCES", 2000),
+		Sources:     testproc.EnvInt(b, "SEED_SOURCES", 2000),
 		Namespaces:  4,
 		Schedule:    "* * * * *",
-		Hold:        seedEnvDuration(b, "SEED_HOLD", 150*time.Second),
-		Duration:    seedEnvDuration(b, "SEED_DURATION", 200*time.Second),
+		Hold:        testproc.EnvDuration(b, "SEED_HOLD", 150*time.Second),
+		Duration:    testproc.EnvDuration(b, "SEED_DURATION", 200*time.Second),
 		StartSecond: 50,
 	}
 	if plainBins.adapter == "" {
@@ -290,28 +290,4 @@ func waitForSecond(b *testing.B, s int) {
 	case <-b.Context().Done():
 		b.Fatal("interrupted")
 	}
-}
-
-func seedEnvInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
-func seedEnvDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		b.Fatalf("%s=%q: want a positive duration such as 200s", name, v)
-	}
-	return d
 }

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/bench/procstat"
 )
 
 // Where BenchmarkSeed writes, relative to this package's folder (go test
@@ -42,17 +42,9 @@ type seedMachine struct {
 }
 
 func newMachine() *seedMachine {
-	m := &seedMachine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvgStart: loadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
+	m := &seedMachine{
+		Cores: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvgStart: procstat.LoadAvg(),
+		CPUModel: procstat.CPUModel(), Kernel: procstat.Kernel(),
 	}
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
@@ -61,21 +53,7 @@ func newMachine() *seedMachine {
 	return m
 }
 
-func (m *seedMachine) finish() { m.LoadAvgEnd = loadAvg() }
-
-// loadAvg is the 1-minute load average, 0 if unknown.
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func (m *seedMachine) finish() { m.LoadAvgEnd = procstat.LoadAvg() }
 
 // seedOutput is docs/bench/mtping-seed.json.
 type seedOutput struct {

@@ -1,7 +1,6 @@
 package sender
 
 import (
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // BenchmarkAdapterTick is the adapter side of one PingSource tick: every
@@ -35,8 +35,8 @@ import (
 //
 //	go test -run '^$' -bench AdapterTick -benchtime 3x ./test/sender/
 func BenchmarkAdapterTick(b *testing.B) {
-	events := envInt(b, "SENDER_BENCH_EVENTS", 1000)
-	hold := envDuration(b, "SENDER_BENCH_HOLD", 2*time.Second)
+	events := testproc.EnvInt(b, "SENDER_BENCH_EVENTS", 1000)
+	hold := testproc.EnvDuration(b, "SENDER_BENCH_HOLD", 2*time.Second)
 	tests := []struct {
 		name    string
 		h1Sink  bool
@@ -142,28 +142,4 @@ func footprint() (int, int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return runtime.NumGoroutine(), int64(ms.HeapAlloc + ms.StackInuse)
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
-func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		b.Fatalf("%s=%q: want a positive duration", name, v)
-	}
-	return d
 }

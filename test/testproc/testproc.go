@@ -6,6 +6,8 @@ package testproc
 import (
 	"bytes"
 	"net"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -67,4 +69,34 @@ func Consistently(tb testing.TB, d time.Duration, what string, cond func() bool)
 		}
 		<-tick.C
 	}
+}
+
+// EnvInt reads the positive integer a benchmark or test takes from the
+// environment variable name, def when it is unset; anything else fails tb.
+func EnvInt(tb testing.TB, name string, def int) int {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// EnvDuration reads a positive duration from the environment variable
+// name, def when it is unset; anything else fails tb.
+func EnvDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		tb.Fatalf("%s=%q: want a positive duration such as 200s", name, v)
+	}
+	return d
 }

@@ -1,13 +1,10 @@
 package load
 
 import (
-	"bytes"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"knative.dev/event-forwarding-proxy/test/bench/procstat"
 	"knative.dev/event-forwarding-proxy/test/bench/result"
 )
 
@@ -32,32 +29,8 @@ func RaiseNofile() (uint64, error) {
 }
 
 func describeMachine(nofile uint64, peerCPU int) result.Machine {
-	m := result.Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), NofileLimit: nofile, PeerCPU: peerCPU}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range bytes.Lines(b) {
-			if k, v, ok := strings.Cut(string(line), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
+	return result.Machine{
+		Cores: runtime.NumCPU(), GoVersion: runtime.Version(), NofileLimit: nofile, PeerCPU: peerCPU,
+		CPUModel: procstat.CPUModel(), Kernel: procstat.Kernel(), LoadAvgStart: procstat.LoadAvg(),
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	m.LoadAvgStart = loadAvg()
-	return m
-}
-
-// loadAvg is the 1-minute load average, 0 when unknown.
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"knative.dev/event-forwarding-proxy/test/bench/procstat"
 	"knative.dev/event-forwarding-proxy/test/bench/result"
 	"knative.dev/event-forwarding-proxy/test/bench/sender"
 )
@@ -211,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*result.Results, error) {
 		}
 	}
 	o.res.WallSeconds = time.Since(begin).Seconds()
-	o.res.Machine.LoadAvgEnd = loadAvg()
+	o.res.Machine.LoadAvgEnd = procstat.LoadAvg()
 	return o.res, o.save()
 }
 

@@ -1,0 +1,171 @@
+package http1_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery/http1"
+	"knative.dev/event-forwarding-proxy/test/testproc"
+)
+
+// TestTransportLeavesNoGoroutines: once its calls have ended and its idle
+// connections are closed, the transport has left no goroutine behind
+// (it runs none but the writer of a streaming body).
+func TestTransportLeavesNoGoroutines(t *testing.T) {
+	srv, states := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/big" {
+			io.WriteString(w, strings.Repeat("x", 256<<10))
+			return
+		}
+		w.Write(b)
+	})
+	before := runtime.NumGoroutine()
+	tr, _ := newTransport(t, &http1.Transport{ReadAheadMax: 64})
+	for i := range 50 {
+		body := strings.Repeat("s", i*10) // within and over the read-ahead
+		mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body))))
+		mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.URL, io.NopCloser(strings.NewReader(body)), -1))
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for range 10 {
+				body := strings.Repeat("c", 100)
+				doCall(tr, newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body))))
+			}
+		})
+	}
+	wg.Wait()
+	// An answer body closed early, and a call cut by its context.
+	resp, err := tr.RoundTrip(newRequest(t, newCtx(t), "GET", srv.URL+"/big", nil, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ctx, cancel := context.WithCancel(newCtx(t))
+	pr, pw := io.Pipe()
+	go pw.Write([]byte("started"))
+	res := make(chan result, 1)
+	go func() { res <- doCall(tr, newRequest(t, ctx, "POST", srv.URL, pr, -1)) }()
+	cancel()
+	receive(t, res, "the cancelled call to end")
+	pw.Close()
+	tr.CloseIdleConnections()
+	testproc.Eventually(t, waitLimit, "the destination sees every connection closed", func() bool {
+		return states.closed.Load() == states.opened.Load()
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			buf := make([]byte, 1<<20)
+			t.Logf("%d goroutines before, now:\n%s", before, buf[:runtime.Stack(buf, true)])
+		}
+	})
+	testproc.Eventually(t, waitLimit, "no goroutine is left", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// BenchmarkSmallPost: a 200-byte POST answered 200 with a small body,
+// through this Transport and through net/http's (HTTP/1.1, as configured
+// for destinations), one call at a time and 32 per core at once, as a
+// proxy's calls come. Besides time and allocations it reports the
+// process's CPU time per call (cpu-µs/op: client and the in-process server
+// together, the server the same for both clients). One call at a time on
+// two cores is where this Transport does worst: each call parks and wakes
+// its one goroutine, and the idle core spins looking for work.
+func BenchmarkSmallPost(b *testing.B) {
+	clients := []struct {
+		name  string
+		newRT func() http.RoundTripper
+	}{
+		{"http1", func() http.RoundTripper { return &http1.Transport{Dial: (&net.Dialer{}).DialContext} }},
+		{"net-http", func() http.RoundTripper {
+			tr := &http.Transport{
+				Proxy:               nil,
+				DialContext:         (&net.Dialer{}).DialContext,
+				MaxIdleConnsPerHost: 1024,
+				DisableCompression:  true,
+				Protocols:           new(http.Protocols),
+			}
+			tr.Protocols.SetHTTP1(true)
+			return tr
+		}},
+	}
+	for _, c := range clients {
+		for _, perCore := range []int{0, 32} {
+			name := c.name + "/one-at-a-time"
+			if perCore > 0 {
+				name = fmt.Sprintf("%s/%d-per-core", c.name, perCore)
+			}
+			b.Run(name, func(b *testing.B) { benchmarkSmallPost(b, c.newRT(), perCore) })
+		}
+	}
+}
+
+// benchmarkSmallPost runs the calls of BenchmarkSmallPost through rt: one
+// at a time when perCore is 0, else perCore goroutines per core.
+func benchmarkSmallPost(b *testing.B, rt http.RoundTripper, perCore int) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"accepted":true}`)
+	}))
+	defer srv.Close()
+	defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	payload := bytes.Repeat([]byte("p"), 200)
+	post := func() error {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(payload))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return err
+	}
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	if perCore == 0 {
+		for b.Loop() {
+			if err := post(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.SetParallelism(perCore)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := post(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.ReportMetric((processCPU(b)-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,496 @@
+package http1_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery/http1"
+	"knative.dev/event-forwarding-proxy/test/testproc"
+)
+
+// TestRoundTripReusesConnection: sequential calls whose answers are read
+// to their end share one connection, idle between calls.
+func TestRoundTripReusesConnection(t *testing.T) {
+	tests := []struct {
+		name     string
+		handler  http.HandlerFunc
+		wantBody string
+	}{
+		{name: "with length", handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }, wantBody: "ok"},
+		{name: "chunked", handler: func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "o")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "k")
+		}, wantBody: "ok"},
+		{name: "empty", handler: func(w http.ResponseWriter, r *http.Request) {}, wantBody: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, states := newServer(t, tt.handler)
+			tr, dials := newTransport(t, &http1.Transport{})
+			for i := range 5 {
+				req := newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader("event"), 5)
+				if r := mustCall(t, tr, req); r.body != tt.wantBody {
+					t.Errorf("call %d: body %q, want %q", i, r.body, tt.wantBody)
+				}
+				if n := tr.IdleConns(); n != 1 {
+					t.Errorf("after call %d: %d idle connections, want 1", i, n)
+				}
+			}
+			if n := dials.Load(); n != 1 {
+				t.Errorf("5 sequential calls dialed %d times, want 1", n)
+			}
+			if n := states.opened.Load(); n != 1 {
+				t.Errorf("the server saw %d connections, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRoundTripNotReused: a connection is not used again after an answer
+// body closed before its end, an answer with Connection: close, a request
+// with Close set, or an HTTP/1.0 answer without keep-alive.
+func TestRoundTripNotReused(t *testing.T) {
+	big := strings.Repeat("x", 256<<10)
+	srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			io.WriteString(w, big)
+		case "/close":
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "ok")
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	http10 := newRawServer(t, answerEach("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	tests := []struct {
+		name string
+		url  string
+		// first makes the first call and leaves its connection as it must not be reused.
+		first func(t *testing.T, tr *http1.Transport, url string)
+	}{
+		{name: "body closed before its end", url: srv.URL + "/big", first: func(t *testing.T, tr *http1.Transport, url string) {
+			resp, err := tr.RoundTrip(newRequest(t, newCtx(t), "GET", url, nil, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(resp.Body, make([]byte, 10)); err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}},
+		{name: "body closed unread", url: srv.URL + "/big", first: func(t *testing.T, tr *http1.Transport, url string) {
+			resp, err := tr.RoundTrip(newRequest(t, newCtx(t), "GET", url, nil, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}},
+		{name: "Connection: close answer", url: srv.URL + "/close", first: func(t *testing.T, tr *http1.Transport, url string) {
+			get(t, tr, url)
+		}},
+		{name: "request with Close", url: srv.URL + "/", first: func(t *testing.T, tr *http1.Transport, url string) {
+			req := newRequest(t, newCtx(t), "GET", url, nil, 0)
+			req.Close = true
+			mustCall(t, tr, req)
+		}},
+		{name: "HTTP/1.0 answer", url: http10.url, first: func(t *testing.T, tr *http1.Transport, url string) {
+			get(t, tr, url)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, dials := newTransport(t, &http1.Transport{})
+			tt.first(t, tr, tt.url)
+			if n := tr.IdleConns(); n != 0 {
+				t.Errorf("%d idle connections after the first call, want 0", n)
+			}
+			if r := get(t, tr, tt.url); !strings.HasPrefix(r.body, "ok") && !strings.HasPrefix(r.body, "xxx") {
+				t.Errorf("the second call read %q", r.body)
+			}
+			if n := dials.Load(); n != 2 {
+				t.Errorf("2 calls dialed %d times, want 2", n)
+			}
+		})
+	}
+}
+
+// TestRoundTripConcurrent: many goroutines calling at once each get their
+// own answer, and the idle pool never holds more than MaxIdleConnsPerHost.
+func TestRoundTripConcurrent(t *testing.T) {
+	const (
+		goroutines = 50
+		calls      = 20
+		maxIdle    = 8
+	)
+	srv, _ := newServer(t, echo)
+	tr, _ := newTransport(t, &http1.Transport{MaxIdleConnsPerHost: maxIdle})
+	var (
+		wg      sync.WaitGroup
+		failed  atomic.Int64
+		maxSeen atomic.Int64
+		errMu   sync.Mutex
+		errs    []error
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				body := fmt.Sprintf("goroutine %d call %d", g, i)
+				var req *http.Request
+				if i%4 == 3 { // some streamed, some in one write
+					req = newRequest(t, newCtx(t), "POST", srv.URL, io.NopCloser(strings.NewReader(body)), -1)
+				} else {
+					req = newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body)))
+				}
+				r := doCall(tr, req)
+				if err := r.err(); err != nil || r.body != body {
+					failed.Add(1)
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("%s: got %q, %v", body, r.body, err))
+					errMu.Unlock()
+				}
+				for {
+					n, m := int64(tr.IdleConns()), maxSeen.Load()
+					if n <= m || maxSeen.CompareAndSwap(m, n) {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d of %d calls failed, the first: %v", n, goroutines*calls, errs[:min(len(errs), 5)])
+	}
+	if n := maxSeen.Load(); n > maxIdle {
+		t.Errorf("the pool held %d idle connections, want at most %d", n, maxIdle)
+	}
+	if n := tr.IdleConns(); n < 1 || n > maxIdle {
+		t.Errorf("%d idle connections at the end, want 1..%d", n, maxIdle)
+	}
+}
+
+// TestRoundTripIdlePoolBound: held calls each take a connection; when they
+// end, MaxIdleConnsPerHost of them stay idle per host:port and the others
+// are closed.
+func TestRoundTripIdlePoolBound(t *testing.T) {
+	tests := []struct {
+		name     string
+		maxIdle  int
+		hosts    int
+		perHost  int
+		wantIdle int
+	}{
+		{name: "bound 2, 5 held calls", maxIdle: 2, hosts: 1, perHost: 5, wantIdle: 2},
+		{name: "bound 1 per host, 2 hosts with 3 held calls each", maxIdle: 1, hosts: 2, perHost: 3, wantIdle: 2},
+		{name: "bound over the held calls", maxIdle: 10, hosts: 1, perHost: 4, wantIdle: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var arrived atomic.Int64
+			release := make(chan struct{})
+			var (
+				urls   []string
+				states []*connStates
+			)
+			for range tt.hosts {
+				srv, cs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+					arrived.Add(1)
+					<-release
+					io.WriteString(w, "ok")
+				})
+				urls, states = append(urls, srv.URL), append(states, cs)
+			}
+			var once sync.Once
+			t.Cleanup(func() { once.Do(func() { close(release) }) })
+			tr, dials := newTransport(t, &http1.Transport{MaxIdleConnsPerHost: tt.maxIdle})
+			total := tt.hosts * tt.perHost
+			res := make(chan result, total)
+			for _, u := range urls {
+				for range tt.perHost {
+					go func() { res <- doCall(tr, newRequest(t, newCtx(t), "GET", u, nil, 0)) }()
+				}
+			}
+			testproc.Eventually(t, waitLimit, fmt.Sprintf("all %d calls are held by the destinations", total), func() bool {
+				return arrived.Load() == int64(total)
+			})
+			once.Do(func() { close(release) })
+			for range total {
+				if r := receive(t, res, "a held call to end"); r.err() != nil || r.body != "ok" {
+					t.Errorf("call: %q, %v", r.body, r.err())
+				}
+			}
+			if n := tr.IdleConns(); n != tt.wantIdle {
+				t.Errorf("%d idle connections, want %d", n, tt.wantIdle)
+			}
+			if n := dials.Load(); n != int64(total) {
+				t.Errorf("%d held calls dialed %d times, want %d", total, n, total)
+			}
+			testproc.Eventually(t, waitLimit, "the destinations see the connections over the bound closed", func() bool {
+				var closed int64
+				for _, cs := range states {
+					closed += cs.closed.Load()
+				}
+				return closed == int64(total-tt.wantIdle)
+			})
+		})
+	}
+}
+
+// plainConn hides every interface of the connection it wraps but net.Conn
+// (no syscall.Conn), as a Dial that wraps its connections would.
+type plainConn struct{ net.Conn }
+
+// namingConn wraps a connection and names it, as crypto/tls does.
+type namingConn struct{ net.Conn }
+
+func (c namingConn) NetConn() net.Conn { return c.Conn }
+
+// TestRoundTripStaleIdleConnection: a destination that closed an idle
+// connection (without saying Connection: close) does not fail the next
+// call, a POST: the transport sees the connection closed before using it,
+// whether Dial returns the TCP connection itself or a wrapper that names
+// it (NetConn).
+func TestRoundTripStaleIdleConnection(t *testing.T) {
+	for _, wrap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "TCP connection", true: "wrapped connection"}[wrap], func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				bodies []string
+			)
+			srv := newRawServer(t, func(_ *rawServer, c net.Conn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				b, _ := io.ReadAll(req.Body)
+				mu.Lock()
+				bodies = append(bodies, string(b))
+				mu.Unlock()
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				// and closes
+			})
+			tr, dials := newTransport(t, &http1.Transport{})
+			if wrap {
+				dial := tr.Dial
+				tr.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := dial(ctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return namingConn{c}, nil
+				}
+			}
+			for i, body := range []string{"first", "second", "third"} {
+				r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader(body), int64(len(body))))
+				if r.body != "ok" {
+					t.Errorf("call %d: body %q", i, r.body)
+				}
+				testproc.Eventually(t, waitLimit, "the destination closed the connection", func() bool {
+					return srv.finished.Load() == int64(i+1)
+				})
+			}
+			if n := dials.Load(); n != 3 {
+				t.Errorf("dialed %d times, want 3", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"first", "second", "third"}; !slices.Equal(bodies, want) {
+				t.Errorf("the destination received %q, want %q (each once)", bodies, want)
+			}
+		})
+	}
+}
+
+// TestRoundTripStaleOpaqueConnection pins the documented limit: behind a
+// wrapper that hides the TCP connection (no syscall.Conn, no NetConn), an
+// idle connection the destination closed is taken as open, and the call
+// that finds it fails with an error (never a hang, never a replay of the
+// POST); the next call dials afresh and succeeds.
+func TestRoundTripStaleOpaqueConnection(t *testing.T) {
+	var received atomic.Int64
+	srv := newRawServer(t, func(_ *rawServer, c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		_, _ = io.ReadAll(req.Body)
+		received.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		// and closes
+	})
+	tr, dials := newTransport(t, &http1.Transport{})
+	dial := tr.Dial
+	tr.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return plainConn{c}, nil
+	}
+	post := func(body string) (*http.Response, error) {
+		return tr.RoundTrip(newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader(body), int64(len(body))))
+	}
+	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("first"), 5)); r.body != "ok" {
+		t.Fatalf("first call: body %q", r.body)
+	}
+	testproc.Eventually(t, waitLimit, "the destination closed the connection", func() bool { return srv.finished.Load() == 1 })
+	resp, err := post("second")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the call on the closed connection succeeded (%s): the connection was checked after all, update the documentation", resp.Status)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the call hung until its deadline: %v", err)
+	}
+	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("third"), 5)); r.body != "ok" {
+		t.Fatalf("third call: body %q", r.body)
+	}
+	if got := dials.Load(); got != 2 {
+		t.Errorf("dialed %d times, want 2 (the failed call used the stale connection, the next one dialed)", got)
+	}
+	if got := received.Load(); got != 2 {
+		t.Errorf("the destination received %d requests, want 2 (the second was never replayed)", got)
+	}
+}
+
+// closeRecorder is a request body that records its Close; a pipe reader
+// under it is closed too, which ends a Read blocked on it.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *closeRecorder) Close() error {
+	b.closed.Store(true)
+	if pr, ok := b.Reader.(*io.PipeReader); ok {
+		pr.Close()
+	}
+	return nil
+}
+
+// TestRoundTripClosesRequestBody: as http.RoundTripper requires, the
+// request body is closed whatever the outcome of the call (at the latest
+// a moment after RoundTrip returns).
+func TestRoundTripClosesRequestBody(t *testing.T) {
+	var arrived atomic.Int64
+	release := make(chan struct{})
+	srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/held" {
+			arrived.Add(1)
+			<-release
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+	})
+	t.Cleanup(func() { close(release) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().String()
+	ln.Close()
+	tests := []struct {
+		name          string
+		url           string
+		body          func() io.Reader
+		contentLength int64
+		modify        func(*http.Request)
+		cancelHeld    bool // cancel the call once the destination holds it
+	}{
+		{name: "small body, answered", url: srv.URL, body: func() io.Reader { return strings.NewReader("small") }, contentLength: 5},
+		{name: "streaming body, answered", url: srv.URL, body: func() io.Reader { return strings.NewReader(strings.Repeat("s", 40000)) }, contentLength: -1},
+		{name: "https refused", url: "https://" + closedPort, body: func() io.Reader { return strings.NewReader("small") }, contentLength: 5},
+		{name: "invalid header", url: srv.URL, body: func() io.Reader { return strings.NewReader("small") }, contentLength: 5,
+			modify: func(r *http.Request) { r.Header["X-Bad"] = []string{"a\r\nb: c"} }},
+		{name: "dial error", url: "http://" + closedPort, body: func() io.Reader { return strings.NewReader("small") }, contentLength: 5},
+		{name: "body shorter than declared", url: srv.URL, body: func() io.Reader { return strings.NewReader("short") }, contentLength: 10},
+		{name: "cancelled while a streaming body stalls", url: srv.URL + "/held", cancelHeld: true, contentLength: -1, body: func() io.Reader {
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
+			go pw.Write([]byte("first bytes"))
+			return pr
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, _ := newTransport(t, &http1.Transport{})
+			ctx, cancel := context.WithCancel(newCtx(t))
+			defer cancel()
+			body := &closeRecorder{Reader: tt.body()}
+			req := newRequest(t, ctx, "POST", tt.url, body, tt.contentLength)
+			if tt.modify != nil {
+				tt.modify(req)
+			}
+			before := arrived.Load()
+			res := make(chan result, 1)
+			go func() { res <- doCall(tr, req) }()
+			if tt.cancelHeld {
+				testproc.Eventually(t, waitLimit, "the call is held by the destination", func() bool { return arrived.Load() > before })
+				cancel()
+			}
+			if r := receive(t, res, "the call to end"); errors.Is(r.rtErr, errWatchdog) {
+				t.Fatal(r.rtErr)
+			}
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+		})
+	}
+}
+
+// TestIdleConnTimeout: a connection idle for IdleConnTimeout is closed.
+func TestIdleConnTimeout(t *testing.T) {
+	srv, states := newOKServer(t)
+	tr, dials := newTransport(t, &http1.Transport{IdleConnTimeout: 200 * time.Millisecond})
+	get(t, tr, srv.URL)
+	testproc.Eventually(t, waitLimit, "the idle connection times out", func() bool { return tr.IdleConns() == 0 })
+	testproc.Eventually(t, waitLimit, "the destination sees the connection closed", func() bool { return states.closed.Load() == 1 })
+	get(t, tr, srv.URL)
+	if n := dials.Load(); n != 2 {
+		t.Errorf("dialed %d times, want 2 (a new connection after the timeout)", n)
+	}
+}
+
+// TestIdleConnTimeoutKeepsFreshConnections: a connection idle for less than
+// IdleConnTimeout is reused.
+func TestIdleConnTimeoutKeepsFreshConnections(t *testing.T) {
+	srv, _ := newOKServer(t)
+	tr, dials := newTransport(t, &http1.Transport{IdleConnTimeout: time.Hour})
+	for range 3 {
+		get(t, tr, srv.URL)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("dialed %d times, want 1", n)
+	}
+}
+
+// TestCloseIdleConnections: CloseIdleConnections closes the idle
+// connections at once, and the next call dials a new one.
+func TestCloseIdleConnections(t *testing.T) {
+	srv, states := newOKServer(t)
+	tr, dials := newTransport(t, &http1.Transport{})
+	get(t, tr, srv.URL)
+	if n := tr.IdleConns(); n != 1 {
+		t.Fatalf("%d idle connections, want 1", n)
+	}
+	tr.CloseIdleConnections()
+	if n := tr.IdleConns(); n != 0 {
+		t.Errorf("%d idle connections after CloseIdleConnections, want 0", n)
+	}
+	testproc.Eventually(t, waitLimit, "the destination sees the connection closed", func() bool { return states.closed.Load() == 1 })
+	get(t, tr, srv.URL)
+	if n := dials.Load(); n != 2 {
+		t.Errorf("dialed %d times, want 2", n)
+	}
+}
