@@ -78,7 +78,7 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		return n, errBodyStalled
 	case b.n > b.max:
 		b.tooLarge.Store(true)
-		b.control(b.abandon)
+		b.control(b.refuse)
 		return 0, errBodyTooLarge
 	case err != nil:
 		b.control(func() { _ = b.ctl.SetReadDeadline(time.Time{}) })
@@ -99,10 +99,22 @@ func (b *guardedBody) control(f func()) bool {
 	return true
 }
 
-// abandon leaves the read deadline in the past: the rest of a refused body
+// abandon leaves the read deadline in the past: the rest of a stalled body
 // is not worth waiting for, and the server then closes the connection after
 // the answer instead of draining it.
 func (b *guardedBody) abandon() { _ = b.ctl.SetReadDeadline(time.Unix(1, 0)) }
+
+// refusedBodyDrain is how long the server may go on reading an oversized
+// body after the 413. net/http's server discards up to 256 KiB of a body
+// the handler left; when that read fails at once, it closes the connection
+// with the body's rest unread, the kernel answers the rest with a reset,
+// and a caller still sending may lose the 413 it was sent. Given a moment,
+// the server reads a short rest to its end, or sees the body go on and
+// closes its side gently (it half-closes and waits before the reset).
+const refusedBodyDrain = 500 * time.Millisecond
+
+// refuse gives the rest of an oversized body refusedBodyDrain to come.
+func (b *guardedBody) refuse() { _ = b.ctl.SetReadDeadline(time.Now().Add(refusedBodyDrain)) }
 
 // Close ends the body; the handler calls it before it returns, the
 // transport when it is done with the body. Only the first call counts.
@@ -118,9 +130,12 @@ func (b *guardedBody) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.stalled.Load() || b.tooLarge.Load() || b.reading {
+	switch {
+	case b.stalled.Load() || b.reading:
 		b.abandon()
-	} else {
+	case b.tooLarge.Load():
+		b.refuse()
+	default:
 		_ = b.ctl.SetReadDeadline(time.Time{})
 	}
 	b.mu.Unlock()
