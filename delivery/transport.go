@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"knative.dev/event-forwarding-proxy/delivery/h2c"
 	"knative.dev/event-forwarding-proxy/delivery/http1"
 )
 
@@ -29,7 +30,10 @@ type TransportParams struct {
 	TLSHandshakeTimeout time.Duration
 	// TLSConfig is used for https destinations. If nil, the system roots.
 	TLSConfig *tls.Config
-	// HTTP2 tunes HTTP/2 (h2c and h2 over TLS). If nil, Go's defaults.
+	// HTTP2 tunes HTTP/2: h2 over TLS, and for h2c the receive windows
+	// and the ping health check (MaxReceiveBufferPerStream and
+	// PerConnection, SendPingTimeout, PingTimeout). If nil, Go's defaults
+	// over TLS and h2c's own (256 KiB, 4 MiB, 30 s, 15 s).
 	HTTP2 *http.HTTP2Config
 	// Resolver resolves destination names. If nil, Go's default resolver.
 	Resolver *net.Resolver
@@ -39,23 +43,22 @@ type TransportParams struct {
 	// Breaker refuses dials to a destination that keeps failing to
 	// connect. If its Failures is zero, there is no breaker.
 	Breaker BreakerParams
-	// MaxH2CConnsPerHost bounds the h2c connections net/http dials to one
-	// destination (http.Transport.MaxConnsPerHost). Without it, a burst of
-	// calls to a destination with no connection yet dials about one
-	// connection per call (Go's transport does not wait for a dial in
-	// progress): 2,000 calls at once dialed 1,351 connections. With it, the
-	// burst waits for the first dials and shares them; Go's HTTP/2 layer may
-	// still dial a few more when a connection fills up during the burst.
-	// Size it so that it times the destination's streams per connection
-	// (RFC 9113 recommends at least 100) covers the calls one destination
-	// may have at once. If zero, 64.
+	// MaxH2CConnsPerHost bounds the h2c connections to one destination. A
+	// call dials only when every connection carries as many streams as the
+	// destination allows; past the bound it waits for a stream. (net/http's
+	// transport, used before h2c.Transport, dialed about one connection per
+	// call of a burst without such a bound: 2,000 calls at once dialed
+	// 1,351.) Size it so that it times the destination's streams per
+	// connection (RFC 9113 recommends at least 100) covers the calls one
+	// destination may have at once. If zero, 64.
 	MaxH2CConnsPerHost int
 }
 
 // Transports holds the shared pools that reach destinations: HTTP/1.1 to
 // plain http:// ones (http1.Transport: no goroutine per connection, no
 // buffer while a call waits), net/http's transport for https:// ones (h2 or
-// HTTP/1.1, by ALPN), and h2c with prior knowledge. All dial through the
+// HTTP/1.1, by ALPN), and h2c with prior knowledge (h2c.Transport: no
+// goroutine per stream). All dial through the
 // same dialer. They never use the environment's HTTP proxy settings, which
 // would hide the real destination from the dial-time check, and, as
 // RoundTrippers, never follow redirects.
@@ -68,7 +71,7 @@ type Transports struct {
 	// TLS negotiates h2 or HTTP/1.1 with https:// destinations.
 	TLS *http.Transport
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
-	H2C *http.Transport
+	H2C *h2c.Transport
 	// Prober tells whether a destination speaks h2c, through the same
 	// guarded dialer.
 	Prober *H2CProber
@@ -109,13 +112,22 @@ func NewTransports(p TransportParams) *Transports {
 	tls.Protocols.SetHTTP1(true)
 	tls.Protocols.SetHTTP2(true)
 
-	h2c := base()
-	h2c.Protocols = new(http.Protocols)
-	h2c.Protocols.SetUnencryptedHTTP2(true)
-	h2c.MaxConnsPerHost = orDefault(p.MaxH2CConnsPerHost, 64)
+	h2 := &h2c.Transport{
+		Dial:                   dial,
+		MaxConnsPerHost:        orDefault(p.MaxH2CConnsPerHost, 64),
+		MaxResponseHeaderBytes: orDefault(p.MaxResponseHeaderBytes, 64<<10),
+		IdleConnTimeout:        orDefault(p.IdleConnTimeout, 5*time.Minute),
+	}
+	if c := p.HTTP2; c != nil {
+		h2.MaxReceiveBufferPerStream = c.MaxReceiveBufferPerStream
+		h2.MaxReceiveBufferPerConnection = c.MaxReceiveBufferPerConnection
+		h2.SendPingTimeout = c.SendPingTimeout
+		h2.PingTimeout = c.PingTimeout
+		h2.WriteTimeout = c.WriteByteTimeout
+	}
 	return &Transports{
 		HTTP1: bySchemeTransport{plain: plain, tls: tls},
-		Plain: plain, TLS: tls, H2C: h2c,
+		Plain: plain, TLS: tls, H2C: h2,
 		Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout},
 	}
 }

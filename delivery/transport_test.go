@@ -73,9 +73,6 @@ func get(t *testing.T, rt http.RoundTripper, url string) (*http.Response, string
 
 func TestTransportsFor(t *testing.T) {
 	trs := delivery.NewTransports(delivery.TransportParams{})
-	if trs.TLS == trs.H2C {
-		t.Fatal("TLS and H2C are the same transport")
-	}
 	tests := []struct {
 		name   string
 		scheme string
@@ -139,18 +136,26 @@ func TestNewTransportsSettings(t *testing.T) {
 			if diff := cmp.Diff(tt.want, plain); diff != "" {
 				t.Errorf("Plain settings (-want +got):\n%s", diff)
 			}
-			for name, tr := range map[string]*http.Transport{"TLS": trs.TLS, "H2C": trs.H2C} {
-				got := settings{
-					MaxIdleConnsPerHost:    tr.MaxIdleConnsPerHost,
-					IdleConnTimeout:        tr.IdleConnTimeout,
-					TLSHandshakeTimeout:    tr.TLSHandshakeTimeout,
-					MaxResponseHeaderBytes: tr.MaxResponseHeaderBytes,
-					DisableCompression:     tr.DisableCompression,
-					HasProxy:               tr.Proxy != nil,
-				}
-				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("%s settings (-want +got):\n%s", name, diff)
-				}
+			tls := settings{
+				MaxIdleConnsPerHost:    trs.TLS.MaxIdleConnsPerHost,
+				IdleConnTimeout:        trs.TLS.IdleConnTimeout,
+				TLSHandshakeTimeout:    trs.TLS.TLSHandshakeTimeout,
+				MaxResponseHeaderBytes: trs.TLS.MaxResponseHeaderBytes,
+				DisableCompression:     trs.TLS.DisableCompression,
+				HasProxy:               trs.TLS.Proxy != nil,
+			}
+			if diff := cmp.Diff(tt.want, tls); diff != "" {
+				t.Errorf("TLS settings (-want +got):\n%s", diff)
+			}
+			h2 := settings{
+				MaxIdleConnsPerHost:    tt.want.MaxIdleConnsPerHost, // h2c pools streams, not idle connections
+				IdleConnTimeout:        trs.H2C.IdleConnTimeout,
+				TLSHandshakeTimeout:    tt.want.TLSHandshakeTimeout, // no TLS
+				MaxResponseHeaderBytes: trs.H2C.MaxResponseHeaderBytes,
+				DisableCompression:     true, // never asks for compression
+			}
+			if diff := cmp.Diff(tt.want, h2); diff != "" {
+				t.Errorf("H2C settings (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -356,11 +361,8 @@ func TestTransportsIgnoreEnvironmentProxy(t *testing.T) {
 		tr.DialContext = dial
 		return tr
 	}}, {"h2c", func() http.RoundTripper {
-		if trs.H2C.Proxy != nil {
-			t.Error("H2C: Proxy is set, want nil")
-		}
-		tr := trs.H2C.Clone()
-		tr.DialContext = dial
+		tr := delivery.NewTransports(delivery.TransportParams{}).H2C
+		tr.Dial = dial
 		return tr
 	}}} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -209,12 +209,7 @@ func TestAsyncTimeout(t *testing.T) {
 // dialer refuses is final; an unreachable one is retried. Each failure is
 // logged once with its attempts.
 func TestAsyncFailures(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "http://" + ln.Addr().String() + "/"
-	_ = ln.Close()
+	closedURL := "http://" + proxytest.NewRefusingAddr(t) + "/"
 	dest := proxytest.NewDestination(t, nil)
 	_, destPort, _ := net.SplitHostPort(strings.TrimPrefix(dest.URL, "http://"))
 

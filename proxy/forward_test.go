@@ -155,12 +155,7 @@ func TestForwardProtocol(t *testing.T) {
 
 // TestForwardFailures: calls that get no answer from their destination.
 func TestForwardFailures(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "http://" + ln.Addr().String() + "/"
-	_ = ln.Close()
+	closedURL := "http://" + proxytest.NewRefusingAddr(t) + "/"
 
 	t.Run("unreachable: closed port", func(t *testing.T) {
 		tp := newTestProxy(t, nil)

@@ -66,3 +66,53 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldH2CCallsHaveNoStreamGoroutines pins the same for h2c
+// destinations: a held call waits on its handler's goroutine in
+// delivery/h2c, and the only other h2c goroutine is one reader per
+// connection (net/http's HTTP/2 client ran a goroutine per request; the
+// test's own callers use it, so its goroutines cannot be counted here).
+func TestHeldH2CCallsHaveNoStreamGoroutines(t *testing.T) {
+	const calls = 50
+	hold := proxytest.NewHold(t)
+	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
+	tp := newTestProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
+	})
+	client := h2cClient(t)
+	results := make([]<-chan result, calls)
+	for i := range calls {
+		results[i] = goDo(client, tp.newRequest(t, dest.URL+"/held", strings.NewReader("event")))
+	}
+	const (
+		waiting = "delivery/h2c.(*conn).roundTrip"
+		reader  = "delivery/h2c.(*conn).readLoop"
+		anyH2C  = "event-forwarding-proxy/delivery/h2c."
+	)
+	proxytest.Eventually(t, 10*time.Second, func() bool {
+		return goroutinesIn(waiting)[waiting] == calls
+	}, fmt.Sprintf("%d calls held, each waiting in delivery/h2c", calls))
+	got := goroutinesIn(reader, anyH2C)
+	// The h2c probe's connection is not the transport's: every reader
+	// serves one of the destination's open connections.
+	if open := int(conns.Open()); got[reader] < 1 || got[reader] > open {
+		t.Errorf("%d reader goroutines for %d open connections", got[reader], open)
+	}
+	if extra := got[anyH2C] - calls - got[reader]; extra != 0 {
+		buf := make([]byte, 8<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+			if bytes.Contains(g, []byte(anyH2C)) && !bytes.Contains(g, []byte(waiting)) && !bytes.Contains(g, []byte(reader)) {
+				t.Logf("%s", g)
+			}
+		}
+		t.Errorf("%d goroutines in delivery/h2c besides the %d waiting calls and %d readers", extra, calls, got[reader])
+	}
+	hold.Release()
+	for i, ch := range results {
+		r := await(t, ch)
+		if r.err != nil || r.resp.StatusCode != http.StatusOK {
+			t.Errorf("call %d: %v %v", i, r.err, r.resp)
+		}
+	}
+}

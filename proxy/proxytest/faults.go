@@ -43,6 +43,28 @@ func NewBlackHole(t testing.TB) string {
 	return addr
 }
 
+// NewRefusingAddr returns the address (127.0.0.1:port) of a socket bound
+// to a port that nothing listens on: a dial to it is refused at once, as
+// a destination that is down. Unlike a listener closed after it gave its
+// port away, the socket keeps the port until the test ends, so that no
+// server started later (the proxy under test, say) is given it.
+func NewRefusingAddr(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
 // NewSilentDNS returns a pure-Go resolver whose only server receives the
 // questions and never answers: every lookup times out. The server is
 // closed when the test ends. Go's resolver bounds its socket reads by the

@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,12 +119,7 @@ func newSinks(t *testing.T, l *ledger) sinks {
 		http.NewResponseController(w).Flush()
 		panic(http.ErrAbortHandler)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String() + "/"
-	_ = ln.Close()
+	down := "http://" + proxytest.NewRefusingAddr(t) + "/"
 	unreached := proxytest.NewDestination(t, onEvent(func(w http.ResponseWriter, r *http.Request) {
 		l.seen(r.Header.Get("Ce-Id"))
 		accept(w, r)

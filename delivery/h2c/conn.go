@@ -1,0 +1,357 @@
+package h2c
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Windows and limits of RFC 9113 that a connection starts with.
+const (
+	initialWindow   = 65535
+	initialFrame    = 16384
+	maxWindow       = math.MaxInt32
+	maxStreamID     = math.MaxInt32
+	handshakeBudget = 10 * time.Second
+)
+
+var (
+	errIdleClosed = errors.New("h2c: connection closed while idle")
+	errGoneAway   = errors.New("h2c: the destination is closing the connection")
+)
+
+// conn is one h2c connection. Its reading goroutine (readLoop) handles
+// every frame that comes in; callers write their own frames under wmu.
+// Lock order: Transport.mu, then wmu, then mu; mu is never held while
+// writing.
+type conn struct {
+	t    *Transport
+	pool *pool
+	addr string
+	nc   net.Conn
+
+	// Read side, owned by readLoop.
+	rfr *http2.Framer
+
+	// Write side.
+	wmu  sync.Mutex
+	bw   *bufio.Writer
+	wfr  *http2.Framer
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
+
+	// lastRead is when the last frame came in (UnixNano).
+	lastRead atomic.Int64
+
+	mu   sync.Mutex
+	cond sync.Cond // a send window grew, or a stream or the connection ended
+	// err, once set, is why the connection takes no more streams; broken
+	// says it is also closed.
+	err     error
+	broken  bool
+	streams map[uint32]*stream
+	// reserved counts streams promised to callers not yet opened.
+	reserved int
+	nextID   uint32
+	// From the destination's SETTINGS.
+	maxStreams    uint32
+	peerWindow    int32
+	maxFrame      uint32
+	maxHeaderList uint32
+	// Flow control: what the destination lets us send on the connection,
+	// and what we consumed of its sending that is not refunded yet.
+	sendWindow int64
+	recvWindow int64
+	unacked    int64
+	// GOAWAY from the destination.
+	goAway   bool
+	lastGood uint32
+	// Health: a PING of ours awaiting its ack.
+	pingOut  bool
+	pingData [8]byte
+	health   *time.Timer
+	idle     *time.Timer
+}
+
+func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
+	c := &conn{
+		t: t, pool: p, addr: addr, nc: nc,
+		streams:       make(map[uint32]*stream),
+		nextID:        1,
+		maxStreams:    100, // until the destination's SETTINGS say (RFC 9113 6.5.2)
+		peerWindow:    initialWindow,
+		maxFrame:      initialFrame,
+		maxHeaderList: math.MaxUint32,
+		sendWindow:    initialWindow,
+		recvWindow:    int64(t.connWindow()),
+		reserved:      1, // the dialer's own call
+	}
+	c.cond.L = &c.mu
+	c.bw = bufio.NewWriterSize(nc, 16<<10)
+	c.wfr = http2.NewFramer(c.bw, nil)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.rfr.MaxHeaderListSize = uint32(min(t.headerLimit(), math.MaxUint32))
+	c.rfr.SetReuseFrames()
+	return c
+}
+
+func (t *Transport) streamWindow() int32 {
+	return int32(min(orDefault(t.MaxReceiveBufferPerStream, 256<<10), maxWindow))
+}
+
+func (t *Transport) connWindow() int32 {
+	return int32(min(orDefault(t.MaxReceiveBufferPerConnection, 4<<20), maxWindow))
+}
+
+func (t *Transport) headerLimit() int64 { return orDefault(t.MaxResponseHeaderBytes, 64<<10) }
+
+// handshake sends the client preface and our SETTINGS, and reads the
+// destination's SETTINGS, which must come first (RFC 9113 3.4).
+func (c *conn) handshake(ctx context.Context) error {
+	deadline := time.Now().Add(handshakeBudget)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = c.nc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
+		return err
+	}
+	settings := []http2.Setting{
+		{ID: http2.SettingEnablePush, Val: 0},
+		{ID: http2.SettingInitialWindowSize, Val: uint32(c.t.streamWindow())},
+		{ID: http2.SettingMaxHeaderListSize, Val: c.rfr.MaxHeaderListSize},
+	}
+	if err := c.wfr.WriteSettings(settings...); err != nil {
+		return err
+	}
+	if grow := c.recvWindow - initialWindow; grow > 0 {
+		if err := c.wfr.WriteWindowUpdate(0, uint32(grow)); err != nil {
+			return err
+		}
+	}
+	if err := c.bw.Flush(); err != nil {
+		return ctxError(ctx, err)
+	}
+	f, err := c.rfr.ReadFrame()
+	if err != nil {
+		return ctxError(ctx, err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return fmt.Errorf("the destination answered with a %v frame, not SETTINGS: it does not speak h2c", f.Header().Type)
+	}
+	table, err := c.applySettings(sf)
+	if err != nil {
+		return err
+	}
+	if table >= 0 {
+		c.henc.SetMaxDynamicTableSizeLimit(uint32(table))
+	}
+	if err := c.wfr.WriteSettingsAck(); err != nil {
+		return err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	c.lastRead.Store(time.Now().UnixNano())
+	c.health = time.AfterFunc(orDefault(c.t.SendPingTimeout, 30*time.Second), c.checkHealth)
+	c.idle = time.AfterFunc(time.Hour, c.closeIfIdle)
+	c.idle.Stop()
+	return nil
+}
+
+// ctxError is err, a socket error under a deadline that may be ctx's,
+// marked as ctx's when ctx ended or its deadline passed: the socket's
+// deadline passes a moment before the context says so.
+func ctxError(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// reserve promises the caller a stream on c, if c has room for one.
+func (c *conn) reserve() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.goAway || uint32(len(c.streams)+c.reserved) >= c.maxStreams ||
+		int64(c.nextID)+2*int64(c.reserved) > maxStreamID {
+		return false
+	}
+	c.reserved++
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	return true
+}
+
+// unreserve gives back a reservation that opened no stream.
+func (c *conn) unreserveLocked() {
+	c.reserved--
+	c.idleCheckLocked()
+}
+
+// readLoop reads and handles frames until the connection breaks.
+func (c *conn) readLoop() {
+	var err error
+	for {
+		var f http2.Frame
+		f, err = c.rfr.ReadFrame()
+		c.lastRead.Store(time.Now().UnixNano())
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				c.streamError(se.StreamID, se.Code, fmt.Errorf("h2c: the destination sent a malformed stream: %w", err))
+				continue
+			}
+			if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh != nil {
+				err = fmt.Errorf("h2c: the answer's headers on stream %d broke the connection: %w", mh.StreamID, err)
+			}
+			break
+		}
+		if err = c.handle(f); err != nil {
+			break
+		}
+	}
+	c.fail(err)
+}
+
+// fail breaks the connection: every call on it ends with err.
+func (c *conn) fail(err error) {
+	var code http2.ErrCode
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &ce):
+		code = http2.ErrCode(ce)
+	case isIOError(err):
+		code = math.MaxUint32
+	default:
+		code = http2.ErrCodeProtocol
+	}
+	if code != math.MaxUint32 && c.wmu.TryLock() {
+		// Say why, when the write side is free; a writer stuck on a
+		// full socket is cut by the close below instead.
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.wfr.WriteGoAway(0, code, nil)
+		_ = c.bw.Flush()
+		c.wmu.Unlock()
+	}
+	c.close(fmt.Errorf("h2c: connection to %s broke: %w", c.addr, err))
+}
+
+func isIOError(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// close closes the connection and ends every stream on it with err.
+func (c *conn) close(err error) {
+	c.mu.Lock()
+	if c.broken {
+		c.mu.Unlock()
+		return
+	}
+	c.broken = true
+	if c.err == nil {
+		c.err = err
+	}
+	streams := c.streams
+	c.streams = map[uint32]*stream{}
+	for _, s := range streams {
+		s.endLocked(err)
+	}
+	c.cond.Broadcast()
+	if c.health != nil {
+		c.health.Stop()
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+	c.t.forget(c)
+}
+
+// write runs fn, which writes frames, under the write lock, then flushes
+// them within WriteTimeout. A failed write breaks the connection.
+func (c *conn) write(fn func() error) error {
+	c.wmu.Lock()
+	c.armWriteLocked()
+	err := fn()
+	if err == nil {
+		err = c.flushLocked()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.close(fmt.Errorf("h2c: writing to %s: %w", c.addr, err))
+	}
+	return err
+}
+
+// armWriteLocked bounds the writes that follow, before any of them: a
+// frame larger than the write buffer goes to the socket at once.
+func (c *conn) armWriteLocked() {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.t.WriteTimeout, 30*time.Second)))
+}
+
+func (c *conn) flushLocked() error {
+	if c.bw.Buffered() == 0 {
+		return nil
+	}
+	return c.bw.Flush()
+}
+
+// idleCheckLocked arms the idle timer when c carries no stream.
+func (c *conn) idleCheckLocked() {
+	if len(c.streams) == 0 && c.reserved == 0 && c.idle != nil && !c.broken {
+		if c.goAway {
+			go c.close(errGoneAway)
+			return
+		}
+		c.idle.Reset(orDefault(c.t.IdleConnTimeout, 5*time.Minute))
+	}
+}
+
+func (c *conn) closeIfIdle() {
+	c.mu.Lock()
+	idle := len(c.streams) == 0 && c.reserved == 0 && c.err == nil
+	if idle {
+		c.err = errIdleClosed
+	}
+	c.mu.Unlock()
+	if idle {
+		c.close(errIdleClosed)
+	}
+}
+
+// markIdleClosed stops c taking streams if it has none: true if so.
+func (c *conn) markIdleClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.streams) != 0 || c.reserved != 0 || c.err != nil {
+		return false
+	}
+	c.err = errIdleClosed
+	return true
+}

@@ -1,0 +1,271 @@
+package h2c
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+)
+
+// maxInformational bounds the 1xx answers a call skips before its final
+// one.
+const maxInformational = 16
+
+// stream is one call on a connection. While it waits for its answer it
+// holds this record and its ready channel, nothing else. The fields below
+// ready are guarded by the connection's mu.
+type stream struct {
+	c   *conn
+	id  uint32
+	req *http.Request
+	// ready is signalled (never blocking) whenever the state below
+	// changes: the caller waiting for the answer, or reading the body,
+	// looks again.
+	ready chan struct{}
+
+	resp *http.Response
+	// err ends the stream: the destination reset it, the connection
+	// broke, or the caller gave up.
+	err error
+	// The answer's body: received and not yet read, buf[off:].
+	buf []byte
+	off int
+	// eof: the destination ended the stream; buf holds the rest.
+	eof      bool
+	declared int64 // the answer's content-length, or -1
+	// trailer holds the answer's trailers until the caller reads to EOF.
+	trailer  http.Header
+	received int64
+	informal int // 1xx answers skipped
+	// Flow control: what the destination may still send, what the
+	// caller read and is not refunded yet, what we may still send.
+	recvWindow int64
+	unacked    int64
+	sendWindow int64
+	// sentEnd: our side of the stream is over (END_STREAM or RST).
+	sentEnd bool
+	// gone: the stream left the connection's table.
+	gone bool
+}
+
+func (s *stream) signal() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// endLocked ends s with err unless it already ended.
+func (s *stream) endLocked(err error) {
+	s.gone = true
+	s.sentEnd = true
+	if s.err == nil && !(s.eof && s.resp != nil) {
+		s.err = err
+	}
+	s.signal()
+}
+
+// roundTrip opens a stream for o on c, which holds a reservation for it,
+// and waits for the answer.
+func (c *conn) roundTrip(ctx context.Context, o *outgoing) (*http.Response, error) {
+	s := &stream{c: c, req: o.req, ready: make(chan struct{}, 1), declared: -1}
+	stream, err := c.open(s, o)
+	if err != nil {
+		return nil, err
+	}
+	if stream {
+		o.streaming = true
+		go s.writeBody(ctx, o)
+	}
+	for {
+		c.mu.Lock()
+		resp, err := s.resp, s.err
+		c.mu.Unlock()
+		switch {
+		case resp != nil:
+			return resp, nil
+		case err != nil:
+			return nil, err
+		}
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			c.reset(s, http2.ErrCodeCancel, ctx.Err())
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// open assigns s its id and writes its HEADERS, with a small body when
+// the windows let it go at once; stream says the body is left to a
+// writer. Ids go out in order: both happen under the write lock.
+func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
+	c.wmu.Lock()
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.unreserveLocked()
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		return false, fmt.Errorf("%w: %w", errRetry, err)
+	}
+	if o.headerSize > int64(c.maxHeaderList) {
+		c.unreserveLocked()
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		c.t.roomFreed(c.pool)
+		return false, fmt.Errorf("h2c: the request's %d header bytes are more than %s accepts (%d)", o.headerSize, c.addr, c.maxHeaderList)
+	}
+	s.id = c.nextID
+	c.nextID += 2
+	c.reserved--
+	c.streams[s.id] = s
+	s.sendWindow = int64(c.peerWindow)
+	s.recvWindow = int64(c.t.streamWindow())
+	n := int64(len(o.data))
+	inline := o.data != nil && n <= s.sendWindow && n <= c.sendWindow
+	if inline {
+		s.sendWindow -= n
+		c.sendWindow -= n
+	}
+	s.sentEnd = inline || !o.hasBody()
+	sentEnd := s.sentEnd
+	maxFrame := int(c.maxFrame)
+	c.mu.Unlock()
+
+	c.armWriteLocked()
+	err = c.writeHeaderBlock(s.id, sentEnd && !inline, maxFrame, o.encodeHeaders)
+	for rest := o.data; inline && err == nil; {
+		chunk := rest[:min(len(rest), maxFrame)]
+		rest = rest[len(chunk):]
+		err = c.wfr.WriteData(s.id, len(rest) == 0, chunk)
+		if len(rest) == 0 {
+			break
+		}
+	}
+	if err == nil {
+		err = c.flushLocked()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		// The destination got at most part of the HEADERS, which it
+		// cannot have acted on: the call may go out again.
+		err = fmt.Errorf("%w: writing to %s: %w", errRetry, c.addr, err)
+		c.close(err)
+		return false, err
+	}
+	return !sentEnd, nil
+}
+
+// writeHeaderBlock encodes a header block with encode and writes it as
+// HEADERS and CONTINUATION frames of at most maxFrame bytes. The caller
+// holds wmu.
+func (c *conn) writeHeaderBlock(id uint32, endStream bool, maxFrame int, encode func(emit func(name, value string))) error {
+	c.hbuf.Reset()
+	encode(func(name, value string) {
+		_ = c.henc.WriteField(hpackField(name, value))
+	})
+	block := c.hbuf.Bytes()
+	first := true
+	for first || len(block) > 0 {
+		frag := block[:min(len(block), maxFrame)]
+		block = block[len(frag):]
+		var err error
+		if first {
+			err = c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(block) == 0})
+			first = false
+		} else {
+			err = c.wfr.WriteContinuation(id, len(block) == 0, frag)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reset ends s from our side with code and err, and tells the destination.
+func (c *conn) reset(s *stream, code http2.ErrCode, err error) {
+	c.mu.Lock()
+	if s.gone {
+		c.mu.Unlock()
+		return
+	}
+	c.dropLocked(s, err)
+	c.mu.Unlock()
+	c.t.roomFreed(c.pool)
+	_ = c.write(func() error { return c.wfr.WriteRSTStream(s.id, code) })
+}
+
+// dropLocked takes s out of the table, ends it with err, and refunds to
+// the connection what the destination sent that nobody will read.
+func (c *conn) dropLocked(s *stream, err error) {
+	delete(c.streams, s.id)
+	s.endLocked(err)
+	if rest := int64(len(s.buf) - s.off); rest > 0 {
+		c.unacked += rest
+	}
+	s.buf, s.off = nil, 0
+	c.cond.Broadcast()
+	c.idleCheckLocked()
+}
+
+// finishLocked takes s out of the table once both sides ended it.
+func (c *conn) finishLocked(s *stream) (freed bool) {
+	if s.gone || !s.sentEnd || !s.eof {
+		return false
+	}
+	s.gone = true
+	delete(c.streams, s.id)
+	c.idleCheckLocked()
+	return true
+}
+
+// streamError ends stream id with err and resets it with code.
+func (c *conn) streamError(id uint32, code http2.ErrCode, err error) {
+	c.mu.Lock()
+	s := c.streams[id]
+	c.mu.Unlock()
+	if s != nil {
+		c.reset(s, code, err)
+		return
+	}
+	_ = c.write(func() error { return c.wfr.WriteRSTStream(id, code) })
+}
+
+// opened reports whether id is a stream we opened (it may have ended).
+func (c *conn) openedLocked(id uint32) bool { return id%2 == 1 && id < c.nextID }
+
+func (c *conn) onReset(f *http2.RSTStreamFrame) {
+	c.mu.Lock()
+	s := c.streams[f.StreamID]
+	if s == nil {
+		c.mu.Unlock()
+		return
+	}
+	err := fmt.Errorf("h2c: %s reset the stream: %v", c.addr, f.ErrCode)
+	if f.ErrCode == http2.ErrCodeRefusedStream && s.resp == nil {
+		// Refused streams were not processed (RFC 9113 8.7).
+		err = fmt.Errorf("%w: %w", errRetry, err)
+	}
+	c.dropLocked(s, err)
+	c.mu.Unlock()
+	c.t.roomFreed(c.pool)
+}
+
+// validFields reports the first invalid header of h, as a message.
+func validFields(h http.Header) error {
+	for k, vv := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("h2c: invalid header field name %q", k)
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("h2c: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
