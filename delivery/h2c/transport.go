@@ -160,6 +160,11 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 			}
 			t.wakeLocked(p)
 			t.mu.Unlock()
+			if err == nil {
+				// Only once it is in the pool: a connection that
+				// breaks at once must find itself there to leave it.
+				go c.readLoop()
+			}
 			return c, err
 		}
 		if p.wait == nil {
@@ -227,7 +232,6 @@ func (t *Transport) dial(ctx context.Context, addr string, p *pool) (*conn, erro
 		_ = nc.Close()
 		return nil, fmt.Errorf("h2c: starting HTTP/2 with %s: %w", addr, err)
 	}
-	go c.readLoop()
 	return c, nil
 }
 
