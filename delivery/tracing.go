@@ -36,6 +36,25 @@ type traceTransport struct {
 var _ http.RoundTripper = (*traceTransport)(nil)
 
 func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	out, span := t.begin(req)
+	resp, err := t.base.RoundTrip(out)
+	end(span, out, resp, err)
+	return resp, err
+}
+
+// Go is RoundTrip for callers that hold no goroutine while the
+// destination answers (see Start): the span ends when done is called.
+func (t *traceTransport) Go(req *http.Request, done func(*http.Response, error)) {
+	out, span := t.begin(req)
+	Start(t.base, out, func(resp *http.Response, err error) {
+		end(span, out, resp, err)
+		done(resp, err)
+	})
+}
+
+// begin starts the client span of a call and returns the request that
+// carries it.
+func (t *traceTransport) begin(req *http.Request) (*http.Request, trace.Span) {
 	ctx, span := t.tracer.Start(req.Context(), "kn-forward send "+req.Method,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
@@ -43,18 +62,38 @@ func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			attribute.String("server.address", req.URL.Hostname()),
 			attribute.String("network.protocol.name", "http"),
 		))
-	defer span.End()
 	out := req.Clone(ctx)
 	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
-	resp, err := t.base.RoundTrip(out)
+	return out, span
+}
+
+// end records a call's outcome on its span and ends it.
+func end(span trace.Span, out *http.Request, resp *http.Response, err error) {
+	defer span.End()
 	if err != nil {
 		span.RecordError(err)
-		span.SetStatus(codes.Error, Classify(ctx, err).String())
-		return nil, err
+		span.SetStatus(codes.Error, Classify(out.Context(), err).String())
+		return
 	}
 	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	if resp.StatusCode >= 500 {
 		span.SetStatus(codes.Error, resp.Status)
 	}
-	return resp, nil
+}
+
+// Starter starts calls without a goroutine waiting for each: done gets the
+// answer (whose body it must read or close) or the error, on a goroutine
+// of its own, once either is there. h2c.Transport is one.
+type Starter interface {
+	Go(req *http.Request, done func(*http.Response, error))
+}
+
+// Start starts req through rt: with rt's own Go when rt is a Starter,
+// else with RoundTrip on a goroutine that waits for the answer.
+func Start(rt http.RoundTripper, req *http.Request, done func(*http.Response, error)) {
+	if s, ok := rt.(Starter); ok {
+		s.Go(req, done)
+		return
+	}
+	go func() { done(rt.RoundTrip(req)) }()
 }

@@ -136,72 +136,24 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Dur
 	return buf.Bytes(), nil
 }
 
-func (a *Async) deliver(j *job) {
-	defer a.wg.Done()
-	c := j.c
-	defer c.metrics.asyncPending(-1)
-	defer c.release()
-	var (
-		status  int
-		lastErr error
-	)
-	for attempt := 0; ; attempt++ {
-		resp, err := a.attempt(j)
-		status, lastErr = 0, err
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		if err == nil && status < 300 {
-			a.logger.Debugw("Delivered async event", zap.String("destination", c.dest.Host),
-				zap.Int("status", status), zap.Int("attempts", attempt+1))
-			c.metrics.asyncEnded(asyncDelivered)
-			return
-		}
-		if a.ctx.Err() != nil {
-			a.abandoned(j, status, attempt+1, lastErr)
-			return
-		}
-		if errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= j.backoff.Retries {
-			a.logFailure("Async delivery failed", j, status, attempt+1, lastErr)
-			c.metrics.asyncEnded(asyncFailed)
-			return
-		}
-		var ra time.Duration
-		var open *delivery.BreakerOpenError
-		switch {
-		case resp != nil:
-			ra = delivery.RetryAfter(resp.Header, time.Now())
-		case errors.As(err, &open):
-			ra = open.RetryIn // no attempt before the circuit lets one through
-		}
-		t := time.NewTimer(j.backoff.Wait(attempt+1, ra))
-		select {
-		case <-t.C:
-		case <-a.ctx.Done():
-			t.Stop()
-			a.abandoned(j, status, attempt+1, lastErr)
-			return
-		}
-		c.metrics.asyncRetry()
-	}
-}
+// deliver makes the job's first attempt. Each attempt starts on the
+// goroutine that calls it and ends in attempted, called with the answer;
+// a retry waits on a timer. While a destination speaking h2c holds an
+// attempt, and between attempts, the job owns no goroutine (over HTTP/1.1
+// an attempt still waits on one).
+func (a *Async) deliver(j *job) { a.try(j, 0) }
 
-func (a *Async) abandoned(j *job, status, attempts int, err error) {
-	a.logFailure("Abandoned async event at shutdown", j, status, attempts, err)
-	j.c.metrics.asyncEnded(asyncAbandoned)
-}
-
-// attempt makes one call and drains and closes the response body; the
-// response comes back for its status and headers only.
-func (a *Async) attempt(j *job) (*http.Response, error) {
+// try makes attempt number attempt (0 the first) of j.
+func (a *Async) try(j *job, attempt int) {
 	ctx, cancel := context.WithTimeout(a.ctx, j.c.timeout)
-	defer cancel()
 	if j.span.IsValid() {
 		ctx = baggage.ContextWithBaggage(trace.ContextWithSpanContext(ctx, j.span), j.bag)
 	}
 	req, err := http.NewRequestWithContext(ctx, j.method, "", bytes.NewReader(j.body))
 	if err != nil {
-		return nil, err
+		cancel()
+		a.attempted(j, attempt, nil, err)
+		return
 	}
 	req.URL, req.Host = j.c.dest, j.c.dest.Host
 	// The transport only reads the headers, unless tracing writes the
@@ -214,16 +166,94 @@ func (a *Async) attempt(j *job) (*http.Response, error) {
 	if a.p.useH2C(ctx, j.http2, j.c) {
 		t = a.h2c
 	}
-	resp, err := t.RoundTrip(req)
-	if err != nil {
-		if delivery.Classify(ctx, err) == delivery.TimedOut && a.ctx.Err() == nil {
-			err = errors.Join(context.DeadlineExceeded, err)
+	delivery.Start(t, req, func(resp *http.Response, err error) {
+		if err != nil {
+			if delivery.Classify(ctx, err) == delivery.TimedOut && a.ctx.Err() == nil {
+				err = errors.Join(context.DeadlineExceeded, err)
+			}
+		} else {
+			// The answer comes back for its status and headers only.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			_ = resp.Body.Close()
 		}
-		return nil, err
+		cancel()
+		a.attempted(j, attempt, resp, err)
+	})
+}
+
+// attempted decides what follows attempt number attempt of j, which
+// ended with resp or err: the end of the job, or a retry after the backoff.
+func (a *Async) attempted(j *job, attempt int, resp *http.Response, err error) {
+	c := j.c
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	_ = resp.Body.Close()
-	return resp, nil
+	switch {
+	case err == nil && status < 300:
+		a.logger.Debugw("Delivered async event", zap.String("destination", c.dest.Host),
+			zap.Int("status", status), zap.Int("attempts", attempt+1))
+		a.finish(j, asyncDelivered)
+		return
+	case a.ctx.Err() != nil:
+		a.abandoned(j, status, attempt+1, err)
+		return
+	case errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= j.backoff.Retries:
+		a.logFailure("Async delivery failed", j, status, attempt+1, err)
+		a.finish(j, asyncFailed)
+		return
+	}
+	var ra time.Duration
+	var open *delivery.BreakerOpenError
+	switch {
+	case resp != nil:
+		ra = delivery.RetryAfter(resp.Header, time.Now())
+	case errors.As(err, &open):
+		ra = open.RetryIn // no attempt before the circuit lets one through
+	}
+	// Whichever comes first, the timer or Abort, takes the job; each
+	// waits for the other to be set up (mu) before it stops it.
+	var (
+		mu        sync.Mutex
+		taken     bool
+		timer     *time.Timer
+		stopAbort func() bool
+	)
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		was := taken
+		taken = true
+		return !was
+	}
+	mu.Lock()
+	timer = time.AfterFunc(j.backoff.Wait(attempt+1, ra), func() {
+		if take() {
+			stopAbort()
+			c.metrics.asyncRetry()
+			a.try(j, attempt+1)
+		}
+	})
+	stopAbort = context.AfterFunc(a.ctx, func() {
+		if take() {
+			timer.Stop()
+			a.abandoned(j, status, attempt+1, err)
+		}
+	})
+	mu.Unlock()
+}
+
+// finish ends j with outcome: its admission slot and pending count go.
+func (a *Async) finish(j *job, outcome asyncOutcome) {
+	j.c.metrics.asyncEnded(outcome)
+	j.c.metrics.asyncPending(-1)
+	j.c.release()
+	a.wg.Done()
+}
+
+func (a *Async) abandoned(j *job, status, attempts int, err error) {
+	a.logFailure("Abandoned async event at shutdown", j, status, attempts, err)
+	a.finish(j, asyncAbandoned)
 }
 
 func (a *Async) logFailure(msg string, j *job, status, attempts int, err error) {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -114,5 +115,51 @@ func TestHeldH2CCallsHaveNoStreamGoroutines(t *testing.T) {
 		if r.err != nil || r.resp.StatusCode != http.StatusOK {
 			t.Errorf("call %d: %v %v", i, r.err, r.resp)
 		}
+	}
+}
+
+// TestHeldAsyncH2CCallsHaveNoGoroutines: an async event whose h2c
+// destination holds it owns no goroutine in the proxy once its caller has
+// the 202: no delivery goroutine, no client goroutine per stream; the
+// h2c transport's one reader per connection is all.
+func TestHeldAsyncH2CCallsHaveNoGoroutines(t *testing.T) {
+	const events = 50
+	hold := proxytest.NewHold(t)
+	dest, _ := proxytest.NewCountedDestination(t, true, hold.Reply)
+	tp := newTestProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
+	})
+	client := h2cClient(t)
+	for i := range events {
+		req := tp.newRequest(t, dest.URL+"/held", strings.NewReader("event"))
+		req.Header.Set("Prefer", "respond-async")
+		if r := await(t, goDo(client, req)); r.err != nil || r.resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("event %d: %v %v, want 202", i, r.err, r.resp)
+		}
+	}
+	const (
+		held     = "proxytest.(*Hold).Reply"
+		async    = "event-forwarding-proxy/proxy.(*Async)"
+		starter  = "event-forwarding-proxy/delivery.Start"
+		reader   = "delivery/h2c.(*conn).readLoop"
+		anyH2C   = "event-forwarding-proxy/delivery/h2c."
+		waitings = "delivery/h2c.(*conn).roundTrip"
+	)
+	proxytest.Eventually(t, 10*time.Second, func() bool {
+		got := goroutinesIn(held, async, starter)
+		return got[held] == events && got[async]+got[starter] == 0
+	}, fmt.Sprintf("%d events held by the destination, none with a goroutine of its own in the proxy", events))
+	got := goroutinesIn(reader, anyH2C, waitings)
+	if got[waitings] != 0 || got[anyH2C] != got[reader] {
+		t.Errorf("%d goroutines in delivery/h2c (%d waiting in roundTrip), want only the %d readers", got[anyH2C], got[waitings], got[reader])
+	}
+	hold.Release()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := tp.async.Wait(ctx); err != nil {
+		t.Fatalf("the async deliveries did not end after the destination answered: %v", err)
+	}
+	if n := dest.Count(); n != events {
+		t.Errorf("the destination got %d events, want %d", n, events)
 	}
 }

@@ -157,9 +157,22 @@ func TestLabelValuesAreCapped(t *testing.T) {
 
 // TestTracePropagation: the caller's trace continues through the proxy's
 // server span and client span to the destination; probes make no span.
+//
+// Over HTTP/1.1 end to end, and over h2c end to end, where an async
+// attempt runs without a goroutine of its own (delivery.Start).
 func TestTracePropagation(t *testing.T) {
+	for _, h2c := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http1", true: "h2c"}[h2c], func(t *testing.T) { testTracePropagation(t, h2c) })
+	}
+}
+
+func testTracePropagation(t *testing.T, h2c bool) {
 	o := newObserved(t, nil)
-	dest := proxytest.NewDestination(t, nil)
+	dest, _ := proxytest.NewCountedDestination(t, h2c, nil)
+	client := h1Client(t)
+	if h2c {
+		client = h2cClient(t)
+	}
 	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	const callerSpan = "00f067aa0ba902b7"
 	for _, async := range []bool{false, true} {
@@ -173,8 +186,11 @@ func TestTracePropagation(t *testing.T) {
 		if async {
 			req.Header.Set("Prefer", "respond-async")
 		}
-		do(t, h1Client(t), req)
+		do(t, client, req)
 		got := dest.Next(t)
+		if h2c && got.ProtoMajor != 2 {
+			t.Fatalf("async=%v: the destination got HTTP/%d, want h2c", async, got.ProtoMajor)
+		}
 		proxytest.Eventually(t, 5*time.Second, func() bool { return len(o.spans.Ended()) == 2 }, "two spans ended")
 
 		var server, client sdktrace.ReadOnlySpan

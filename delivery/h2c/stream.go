@@ -24,6 +24,9 @@ type stream struct {
 	// changes: the caller waiting for the answer, or reading the body,
 	// looks again.
 	ready chan struct{}
+	// notify, for a call started with Go, runs once, on a goroutine of
+	// its own, when the answer or the end is there.
+	notify func()
 
 	resp *http.Response
 	// err ends the stream: the destination reset it, the connection
@@ -48,12 +51,21 @@ type stream struct {
 	sentEnd bool
 	// gone: the stream left the connection's table.
 	gone bool
+	// armed: Go's start is over, notify may run; notified: it has been
+	// started. stopCtx unhooks a Go call's context watch.
+	armed    bool
+	notified bool
+	stopCtx  func() bool
 }
 
 func (s *stream) signal() {
 	select {
 	case s.ready <- struct{}{}:
 	default:
+	}
+	if s.armed && !s.notified && (s.resp != nil || s.err != nil) {
+		s.notified = true
+		go s.notify()
 	}
 }
 
@@ -70,14 +82,9 @@ func (s *stream) endLocked(err error) {
 // roundTrip opens a stream for o on c, which holds a reservation for it,
 // and waits for the answer.
 func (c *conn) roundTrip(ctx context.Context, o *outgoing) (*http.Response, error) {
-	s := &stream{c: c, req: o.req, ready: make(chan struct{}, 1), declared: -1}
-	stream, err := c.open(s, o)
-	if err != nil {
+	s := newStream(c, o)
+	if err := c.start(ctx, s, o); err != nil {
 		return nil, err
-	}
-	if stream {
-		o.streaming = true
-		go s.writeBody(ctx, o)
 	}
 	for {
 		c.mu.Lock()
@@ -96,6 +103,24 @@ func (c *conn) roundTrip(ctx context.Context, o *outgoing) (*http.Response, erro
 			return nil, ctx.Err()
 		}
 	}
+}
+
+func newStream(c *conn, o *outgoing) *stream {
+	return &stream{c: c, req: o.req, ready: make(chan struct{}, 1), declared: -1}
+}
+
+// start opens s on c, which holds a reservation for it, and leaves a body
+// that streams to a writer of its own.
+func (c *conn) start(ctx context.Context, s *stream, o *outgoing) error {
+	stream, err := c.open(s, o)
+	if err != nil {
+		return err
+	}
+	if stream {
+		o.streaming = true
+		go s.writeBody(ctx, o)
+	}
+	return nil
 }
 
 // open assigns s its id and writes its HEADERS, with a small body when

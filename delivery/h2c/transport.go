@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // ErrResponseHeaderTooLarge fails a call whose answer's header list is
@@ -104,9 +106,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
-	addr := hostPort(req.URL)
 	for attempt := 1; ; attempt++ {
-		c, err := t.conn(ctx, addr)
+		c, err := t.conn(ctx, hostPort(req.URL))
 		if err != nil {
 			o.done()
 			return nil, err
@@ -115,12 +116,75 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		if errors.Is(err, errRetry) && o.replayable() && attempt < maxAttempts && ctx.Err() == nil {
-			continue
+		if !again(ctx, o, attempt, err) {
+			o.done()
+			return nil, err
+		}
+	}
+}
+
+// again reports whether a call whose attempt failed with err goes out once
+// more: the destination did not process it, and it can be sent again.
+func again(ctx context.Context, o *outgoing, attempt int, err error) bool {
+	return errors.Is(err, errRetry) && o.replayable() && attempt < maxAttempts && ctx.Err() == nil
+}
+
+// Go starts req and returns once its HEADERS (and a body of up to 16 KiB)
+// are out, or it failed. done then gets the answer, whose body it must
+// read or close, or the error, on a goroutine of its own: while the
+// destination holds the call, no goroutine waits for it. Go may block
+// for a connection, as RoundTrip does, as long as req's context lets it.
+// The request's context ending resets the stream, as with RoundTrip.
+func (t *Transport) Go(req *http.Request, done func(*http.Response, error)) {
+	o, err := newOutgoing(req)
+	if err != nil {
+		go done(nil, err)
+		return
+	}
+	t.goAttempt(o, 1, done)
+}
+
+func (t *Transport) goAttempt(o *outgoing, attempt int, done func(*http.Response, error)) {
+	ctx := o.req.Context()
+	fail := func(err error) {
+		if again(ctx, o, attempt, err) {
+			t.goAttempt(o, attempt+1, done)
+			return
 		}
 		o.done()
-		return nil, err
+		done(nil, err)
 	}
+	c, err := t.conn(ctx, hostPort(o.req.URL))
+	if err != nil {
+		go fail(err)
+		return
+	}
+	s := newStream(c, o)
+	s.notify = func() {
+		c.mu.Lock()
+		resp, err, stop := s.resp, s.err, s.stopCtx
+		c.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		if resp != nil {
+			done(resp, nil)
+			return
+		}
+		fail(err)
+	}
+	if err := c.start(ctx, s, o); err != nil {
+		// The stream may have been ended too: it is not armed, so its
+		// notify does not run, and this is the one answer.
+		go fail(err)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { c.reset(s, http2.ErrCodeCancel, ctx.Err()) })
+	c.mu.Lock()
+	s.stopCtx = stop
+	s.armed = true
+	s.signal() // the answer or the end may be there already
+	c.mu.Unlock()
 }
 
 // conn returns a connection to addr with a stream reserved for the
