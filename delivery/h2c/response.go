@@ -117,10 +117,13 @@ func (c *conn) response(s *stream, f *http2.MetaHeadersFrame, code int) (*http.R
 			resp.Header[key] = append(resp.Header[key], hf.Value)
 		}
 	}
+	if s.req.Method == http.MethodHead || code == http.StatusNotModified {
+		// Such an answer names the length of a body it does not carry
+		// (RFC 9110 9.3.2, 15.4.5): the length is not the body's.
+		s.declared = -1
+	}
 	if f.StreamEnded() {
-		// A HEAD answer, or a 304, names the length of a body it does
-		// not carry (RFC 9110 9.3.2, 15.4.5).
-		if s.declared > 0 && s.req.Method != http.MethodHead && code != http.StatusNotModified {
+		if s.declared > 0 {
 			return nil, fmt.Errorf("h2c: %s declared %d body bytes and sent none", c.addr, s.declared)
 		}
 		resp.Body = http.NoBody

@@ -220,6 +220,38 @@ func TestRoundTripEndStreamHeaders(t *testing.T) {
 	}
 }
 
+// TestHeadAnswerWithEmptyData: a HEAD answer (or a 304) that names a
+// content-length and ends with an empty DATA frame is complete: the length
+// is the resource's, not the body's.
+func TestHeadAnswerWithEmptyData(t *testing.T) {
+	frames := newFrameServer(t, nil, func(fc *frameConn) {
+		for {
+			r, err := fc.readRequest()
+			if err != nil {
+				return
+			}
+			status := "200"
+			if r.values(":path")[0] == "/304" {
+				status = "304"
+			}
+			fc.writeHeaders(r.stream, false, ":status", status, "content-length", "7")
+			fc.writeData(r.stream, true, nil)
+		}
+	})
+	tr, _ := newTransport(t, &h2c.Transport{})
+	for _, tt := range []struct{ method, path string }{{http.MethodHead, "/"}, {http.MethodGet, "/304"}} {
+		resp, err := tr.RoundTrip(newRequest(t, newCtx(t), tt.method, frames.url+tt.path, nil, 0))
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || len(b) != 0 || resp.ContentLength != 7 {
+			t.Errorf("%s %s: body %q, %v, ContentLength %d; want empty, no error, 7", tt.method, tt.path, b, err, resp.ContentLength)
+		}
+	}
+}
+
 // TestSettingsAdvertised: the client's SETTINGS disable push, advertise
 // MaxResponseHeaderBytes as SETTINGS_MAX_HEADER_LIST_SIZE and the stream
 // window as SETTINGS_INITIAL_WINDOW_SIZE, and the connection window is
