@@ -100,14 +100,17 @@ type Proxy struct {
 	// probe goes through (FORWARD_BREAKER_COOLDOWN); if unset, 5 s.
 	BreakerCooldown time.Duration
 
-	// H2MaxConcurrentStreams is the streams one HTTP/2 connection may carry,
-	// inbound and outbound (FORWARD_H2_MAX_CONCURRENT_STREAMS); if unset, 10000.
+	// H2MaxConcurrentStreams is the streams a caller may open on one inbound
+	// HTTP/2 connection (FORWARD_H2_MAX_CONCURRENT_STREAMS); if unset, 10000.
+	// Outbound, each destination's own SETTINGS decide.
 	H2MaxConcurrentStreams int
-	// H2ConnWindowBytes is the HTTP/2 flow-control window of a connection
-	// (FORWARD_H2_CONN_WINDOW_BYTES), 64 KiB to 2^31-1; if unset, 4 MiB.
+	// H2ConnWindowBytes is the HTTP/2 flow-control window of a connection,
+	// inbound and to h2c destinations (FORWARD_H2_CONN_WINDOW_BYTES), 64 KiB
+	// to 2^31-1; if unset, 4 MiB.
 	H2ConnWindowBytes int
-	// H2StreamWindowBytes is the HTTP/2 flow-control window of a stream
-	// (FORWARD_H2_STREAM_WINDOW_BYTES), 64 KiB to 2^31-1; if unset, 256 KiB.
+	// H2StreamWindowBytes is the HTTP/2 flow-control window of a stream,
+	// inbound and to h2c destinations (FORWARD_H2_STREAM_WINDOW_BYTES), 64
+	// KiB to 2^31-1; if unset, 256 KiB.
 	H2StreamWindowBytes int
 
 	// AsyncRetries is the default retry count of async calls

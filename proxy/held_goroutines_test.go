@@ -28,6 +28,38 @@ func goroutinesIn(funcs ...string) map[string]int {
 	return n
 }
 
+// newHeldTestProxy is a test proxy whose admission limits leave room for
+// the held calls of these tests.
+func newHeldTestProxy(t *testing.T) *testProxy {
+	return newTestProxy(t, map[string]string{
+		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
+	})
+}
+
+// startHeld starts calls synchronous calls to dest's /held through a new
+// test proxy, from a caller speaking h2c, so that every goroutine of
+// net/http's HTTP/1.1 transport in the process would be the proxy's.
+func startHeld(t *testing.T, dest string, calls int) []<-chan result {
+	tp := newHeldTestProxy(t)
+	client := h2cClient(t)
+	results := make([]<-chan result, calls)
+	for i := range calls {
+		results[i] = goDo(client, tp.newRequest(t, dest+"/held", strings.NewReader("event")))
+	}
+	return results
+}
+
+// releaseHeld lets hold answer and checks that every call got its 200.
+func releaseHeld(t *testing.T, hold *proxytest.Hold, results []<-chan result) {
+	hold.Release()
+	for i, ch := range results {
+		r := await(t, ch)
+		if r.err != nil || r.resp.StatusCode != http.StatusOK {
+			t.Errorf("call %d: %v %v", i, r.err, r.resp)
+		}
+	}
+}
+
 // TestHeldHTTP1CallsHaveNoConnectionGoroutines pins what a held call to a
 // plain-http HTTP/1.1 destination costs on the proxy's outbound side: it
 // waits on its handler's goroutine in delivery/http1, for the socket to
@@ -39,14 +71,7 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
 	dest := proxytest.NewDestination(t, hold.Reply) // HTTP/1.1 only: the h2c probe says so
-	tp := newTestProxy(t, map[string]string{
-		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
-	})
-	client := h2cClient(t)
-	results := make([]<-chan result, calls)
-	for i := range calls {
-		results[i] = goDo(client, tp.newRequest(t, dest.URL+"/held", strings.NewReader("event")))
-	}
+	results := startHeld(t, dest.URL, calls)
 	const (
 		waiting   = "delivery/http1.(*conn).await"
 		readLoop  = "net/http.(*persistConn).readLoop"
@@ -59,13 +84,7 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	if got[readLoop]+got[writeLoop] != 0 {
 		t.Errorf("%d calls held with %d readLoop and %d writeLoop goroutines, want none", calls, got[readLoop], got[writeLoop])
 	}
-	hold.Release()
-	for i, ch := range results {
-		r := await(t, ch)
-		if r.err != nil || r.resp.StatusCode != http.StatusOK {
-			t.Errorf("call %d: %v %v", i, r.err, r.resp)
-		}
-	}
+	releaseHeld(t, hold, results)
 }
 
 // TestHeldH2CCallsHaveNoStreamGoroutines pins the same for h2c
@@ -77,14 +96,7 @@ func TestHeldH2CCallsHaveNoStreamGoroutines(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
 	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
-	tp := newTestProxy(t, map[string]string{
-		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
-	})
-	client := h2cClient(t)
-	results := make([]<-chan result, calls)
-	for i := range calls {
-		results[i] = goDo(client, tp.newRequest(t, dest.URL+"/held", strings.NewReader("event")))
-	}
+	results := startHeld(t, dest.URL, calls)
 	const (
 		waiting = "delivery/h2c.(*conn).roundTrip"
 		reader  = "delivery/h2c.(*conn).readLoop"
@@ -100,22 +112,9 @@ func TestHeldH2CCallsHaveNoStreamGoroutines(t *testing.T) {
 		t.Errorf("%d reader goroutines for %d open connections", got[reader], open)
 	}
 	if extra := got[anyH2C] - calls - got[reader]; extra != 0 {
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
-			if bytes.Contains(g, []byte(anyH2C)) && !bytes.Contains(g, []byte(waiting)) && !bytes.Contains(g, []byte(reader)) {
-				t.Logf("%s", g)
-			}
-		}
 		t.Errorf("%d goroutines in delivery/h2c besides the %d waiting calls and %d readers", extra, calls, got[reader])
 	}
-	hold.Release()
-	for i, ch := range results {
-		r := await(t, ch)
-		if r.err != nil || r.resp.StatusCode != http.StatusOK {
-			t.Errorf("call %d: %v %v", i, r.err, r.resp)
-		}
-	}
+	releaseHeld(t, hold, results)
 }
 
 // TestHeldAsyncH2CCallsHaveNoGoroutines: an async event whose h2c
@@ -126,9 +125,7 @@ func TestHeldAsyncH2CCallsHaveNoGoroutines(t *testing.T) {
 	const events = 50
 	hold := proxytest.NewHold(t)
 	dest, _ := proxytest.NewCountedDestination(t, true, hold.Reply)
-	tp := newTestProxy(t, map[string]string{
-		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
-	})
+	tp := newHeldTestProxy(t)
 	client := h2cClient(t)
 	for i := range events {
 		req := tp.newRequest(t, dest.URL+"/held", strings.NewReader("event"))

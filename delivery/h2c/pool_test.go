@@ -24,6 +24,23 @@ func atomicMax(m *atomic.Int64, v int64) {
 	}
 }
 
+// newGatedServer starts a Go h2c server allowing streams per connection
+// that counts the calls arriving and holds each until gate is closed, then
+// answers "ok".
+func newGatedServer(t *testing.T, streams int) (srv *goServer, arrived *atomic.Int64, gate chan struct{}) {
+	arrived, gate = new(atomic.Int64), make(chan struct{})
+	srv = newGoServer(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "ok")
+	}, &http.HTTP2Config{MaxConcurrentStreams: streams})
+	return srv, arrived, gate
+}
+
 // TestConcurrentCalls: 300 calls at once to a destination taking 10
 // streams per connection, through a transport allowed 2 connections: every
 // call succeeds, waiting for a stream slot when all 20 are taken, and no
@@ -75,17 +92,7 @@ func TestConcurrentCalls(t *testing.T) {
 // connections are opened to one destination; calls beyond wait for a slot.
 func TestMaxConnsPerHostDefault(t *testing.T) {
 	const calls, bound = 70, 64
-	var arrived atomic.Int64
-	gate := make(chan struct{})
-	srv := newGoServer(t, func(w http.ResponseWriter, r *http.Request) {
-		arrived.Add(1)
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
-		io.WriteString(w, "ok")
-	}, &http.HTTP2Config{MaxConcurrentStreams: 1})
+	srv, arrived, gate := newGatedServer(t, 1)
 	tr, _ := newTransport(t, &h2c.Transport{})
 	var results []<-chan result
 	for range calls {
@@ -115,17 +122,7 @@ func TestMaxConnsPerHostDefault(t *testing.T) {
 // one connection per call of such a burst).
 func TestBurstSharesOneDial(t *testing.T) {
 	const calls = 200
-	var arrived atomic.Int64
-	gate := make(chan struct{})
-	srv := newGoServer(t, func(w http.ResponseWriter, r *http.Request) {
-		arrived.Add(1)
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
-		io.WriteString(w, "ok")
-	}, &http.HTTP2Config{MaxConcurrentStreams: 1000})
+	srv, arrived, gate := newGatedServer(t, 1000)
 	tr, dials := newTransport(t, &h2c.Transport{})
 	start := make(chan struct{})
 	results := make([]<-chan result, calls)

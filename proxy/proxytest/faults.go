@@ -11,12 +11,9 @@ import (
 	"time"
 )
 
-// NewBlackHole returns the address (127.0.0.1:port) of a listening socket
-// whose accept queue is full and never drained: the kernel drops every
-// further SYN, so a dial to it hangs until the dialer gives up, as a
-// destination behind a black-holing firewall does. It is closed when the
-// test ends.
-func NewBlackHole(t testing.TB) string {
+// boundSocket returns a TCP socket bound to a free port of 127.0.0.1, not
+// listening, and its address; it is closed when the test ends.
+func boundSocket(t testing.TB) (fd int, addr string) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -26,15 +23,25 @@ func NewBlackHole(t testing.TB) string {
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	// A backlog of 0 leaves room for one connection in the accept queue.
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
 	sa, err := syscall.Getsockname(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	return fd, net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
+// NewBlackHole returns the address (127.0.0.1:port) of a listening socket
+// whose accept queue is full and never drained: the kernel drops every
+// further SYN, so a dial to it hangs until the dialer gives up, as a
+// destination behind a black-holing firewall does. It is closed when the
+// test ends.
+func NewBlackHole(t testing.TB) string {
+	t.Helper()
+	fd, addr := boundSocket(t)
+	// A backlog of 0 leaves room for one connection in the accept queue.
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
 	filler, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -50,19 +57,8 @@ func NewBlackHole(t testing.TB) string {
 // server started later (the proxy under test, say) is given it.
 func NewRefusingAddr(t testing.TB) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	_, addr := boundSocket(t)
+	return addr
 }
 
 // NewSilentDNS returns a pure-Go resolver whose only server receives the
