@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"log"
@@ -187,5 +188,43 @@ func TestDestinationInvalidStatus(t *testing.T) {
 				wantProxyError(t, resp, body, ReasonUnreachable)
 			})
 		}
+	}
+}
+
+// TestDestinationGoAwayLetsHeldCallsFinish: a destination that shuts down
+// gracefully while the proxy holds calls to it over h2c (GOAWAY, as a
+// Knative revision's queue-proxy sends when its pod drains): the proxy's
+// connection to it takes no new calls from then on, and the held calls
+// still get their answers.
+func TestDestinationGoAwayLetsHeldCallsFinish(t *testing.T) {
+	const calls = 20
+	hold := proxytest.NewHold(t)
+	dest, _ := proxytest.NewCountedDestination(t, true, hold.Reply)
+	tp := newHeldTestProxy(t)
+	client := h2cClient(t)
+	results := make([]<-chan result, calls)
+	for i := range calls {
+		results[i] = goDo(client, tp.newRequest(t, dest.URL+"/held", strings.NewReader("event")))
+	}
+	proxytest.Eventually(t, 10*time.Second, func() bool { return dest.Count() == calls }, "the destination holds every call")
+	if n := tp.trs.H2C.Conns(); n != 1 {
+		t.Fatalf("the calls went over %d h2c connections, want 1", n)
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- dest.Config.Shutdown(ctx)
+	}()
+	proxytest.Eventually(t, 10*time.Second, func() bool { return tp.trs.H2C.Conns() == 0 },
+		"the proxy's connection leaves its pool once the destination's GOAWAY comes")
+	releaseHeld(t, hold, results)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Errorf("the destination's graceful shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the destination's graceful shutdown did not end after its calls were answered")
 	}
 }
