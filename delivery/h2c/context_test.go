@@ -86,8 +86,8 @@ func TestContextWhileWaiting(t *testing.T) {
 			}
 			end()
 			r := receive(t, res, "the call to end")
-			if !errors.Is(r.rtErr, tt.want) {
-				t.Errorf("RoundTrip error %v, want one wrapping %v", r.rtErr, tt.want)
+			if !errors.Is(r.RTErr, tt.want) {
+				t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
 			}
 			if err := receive(t, srv.ended, "the handler's request context to end"); !errors.Is(err, context.Canceled) {
 				t.Errorf("the handler's context ended with %v, want context.Canceled", err)
@@ -190,8 +190,8 @@ func TestBodyCloseBeforeEOF(t *testing.T) {
 	if err := receive(t, ended, "the handler to end"); !errors.Is(err, context.Canceled) {
 		t.Errorf("the handler: %v, want its context cancelled", err)
 	}
-	if r := get(t, tr, srv.url+"/ok"); r.body != "ok" {
-		t.Errorf("next call: %q, want ok", r.body)
+	if r := get(t, tr, srv.url+"/ok"); r.Body != "ok" {
+		t.Errorf("next call: %q, want ok", r.Body)
 	}
 	if n, c := dials.Load(), tr.Conns(); n != 1 || c != 1 {
 		t.Errorf("dialed %d times, %d connections open; want 1 and 1", n, c)
@@ -213,26 +213,26 @@ func TestWaitForStreamSlot(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(newCtx(t), 200*time.Millisecond)
 	defer cancel()
-	if r := call(t, tr, newRequest(t, ctx, "GET", srv.url+"/ok", nil, 0)); !errors.Is(r.rtErr, context.DeadlineExceeded) {
-		t.Errorf("a call waiting for a slot past its deadline: %v, want context.DeadlineExceeded", r.rtErr)
+	if r := call(t, tr, newRequest(t, ctx, "GET", srv.url+"/ok", nil, 0)); !errors.Is(r.RTErr, context.DeadlineExceeded) {
+		t.Errorf("a call waiting for a slot past its deadline: %v, want context.DeadlineExceeded", r.RTErr)
 	}
 	ctx, cancel = context.WithCancel(newCtx(t))
 	res := goCall(tr, newRequest(t, ctx, "GET", srv.url+"/ok", nil, 0))
 	cancel()
-	if r := receive(t, res, "the cancelled call"); !errors.Is(r.rtErr, context.Canceled) {
-		t.Errorf("a call waiting for a slot, cancelled: %v, want context.Canceled", r.rtErr)
+	if r := receive(t, res, "the cancelled call"); !errors.Is(r.RTErr, context.Canceled) {
+		t.Errorf("a call waiting for a slot, cancelled: %v, want context.Canceled", r.RTErr)
 	}
 	if n := srv.arrived.Load(); n != 1 {
 		t.Errorf("%d calls reached the destination while one slot was taken, want 1", n)
 	}
 	srv.release <- struct{}{}
-	if r := receive(t, first, "the first call"); r.err() != nil || r.body != "ok" {
-		t.Errorf("first call: %q, %v; want ok", r.body, r.err())
+	if r := receive(t, first, "the first call"); r.Err() != nil || r.Body != "ok" {
+		t.Errorf("first call: %q, %v; want ok", r.Body, r.Err())
 	}
 	testproc.Eventually(t, waitLimit, "the second call reaches the destination", func() bool { return srv.arrived.Load() == 2 })
 	srv.release <- struct{}{}
-	if r := receive(t, second, "the second call"); r.err() != nil || r.body != "ok" {
-		t.Errorf("second call: %q, %v; want ok", r.body, r.err())
+	if r := receive(t, second, "the second call"); r.Err() != nil || r.Body != "ok" {
+		t.Errorf("second call: %q, %v; want ok", r.Body, r.Err())
 	}
 	if n, c := dials.Load(), srv.ln.accepted.Load(); n != 1 || c != 1 {
 		t.Errorf("dialed %d times, the server accepted %d; want 1 and 1", n, c)

@@ -85,11 +85,11 @@ func TestRefusedStreamRetried(t *testing.T) {
 			})
 			tr, _ := newTransport(t, &h2c.Transport{})
 			r := call(t, tr, newRequest(t, newCtx(t), "POST", srv.url+"/", tt.body, tt.length))
-			if tt.wantBody == "" && r.err() == nil {
-				t.Errorf("the call succeeded (%q), want an error: its body cannot be sent again", r.body)
+			if tt.wantBody == "" && r.Err() == nil {
+				t.Errorf("the call succeeded (%q), want an error: its body cannot be sent again", r.Body)
 			}
-			if tt.wantBody != "" && (r.err() != nil || r.body != tt.wantBody) {
-				t.Errorf("call: %q, %v; want %q", r.body, r.err(), tt.wantBody)
+			if tt.wantBody != "" && (r.Err() != nil || r.Body != tt.wantBody) {
+				t.Errorf("call: %q, %v; want %q", r.Body, r.Err(), tt.wantBody)
 			}
 			if n := srv.streams.Load(); n != tt.wantStreams {
 				t.Errorf("the destination saw %d streams, want %d", n, tt.wantStreams)
@@ -114,14 +114,14 @@ func TestResetBeforeAnswer(t *testing.T) {
 				})
 			})
 			tr, _ := newTransport(t, &h2c.Transport{})
-			if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+"/reset", nil, 0)); r.rtErr == nil {
-				t.Errorf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
+			if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+"/reset", nil, 0)); r.RTErr == nil {
+				t.Errorf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
 			}
 			if n := srv.streams.Load(); n != 1 {
 				t.Errorf("the destination saw %d streams, want 1 (no retry)", n)
 			}
-			if r := get(t, tr, srv.url+"/ok"); r.body != "|/ok" {
-				t.Errorf("next call: %q, want |/ok", r.body)
+			if r := get(t, tr, srv.url+"/ok"); r.Body != "|/ok" {
+				t.Errorf("next call: %q, want |/ok", r.Body)
 			}
 		})
 	}
@@ -157,13 +157,13 @@ func TestGoAwayRetried(t *testing.T) {
 			tr, dials := newTransport(t, &h2c.Transport{})
 			r := call(t, tr, newRequest(t, newCtx(t), "POST", srv.url+"/", tt.body, tt.length))
 			if tt.wantBody == "" {
-				if r.err() == nil {
-					t.Errorf("the call succeeded (%q), want an error: its body cannot be sent again", r.body)
+				if r.Err() == nil {
+					t.Errorf("the call succeeded (%q), want an error: its body cannot be sent again", r.Body)
 				}
 				return
 			}
-			if r.err() != nil || r.body != tt.wantBody {
-				t.Errorf("call: %q, %v; want %q", r.body, r.err(), tt.wantBody)
+			if r.Err() != nil || r.Body != tt.wantBody {
+				t.Errorf("call: %q, %v; want %q", r.Body, r.Err(), tt.wantBody)
 			}
 			if n, d := srv.accepted.Load(), dials.Load(); n != tt.wantConn || d != tt.wantConn {
 				t.Errorf("the server accepted %d connections, the transport dialed %d; want %d", n, d, tt.wantConn)
@@ -195,14 +195,14 @@ func TestGoAwayLetsLowerStreamsFinish(t *testing.T) {
 	first := goCall(tr, newRequest(t, newCtx(t), "GET", srv.url+"/first", nil, 0))
 	testproc.Eventually(t, waitLimit, "the first call reaches the destination", func() bool { return srv.streams.Load() == 1 })
 	second := goCall(tr, newRequest(t, newCtx(t), "GET", srv.url+"/second", nil, 0))
-	if r := receive(t, first, "the first call"); r.err() != nil || r.body != "first, on the old connection" {
-		t.Errorf("first call: %q, %v; want the answer on the old connection", r.body, r.err())
+	if r := receive(t, first, "the first call"); r.Err() != nil || r.Body != "first, on the old connection" {
+		t.Errorf("first call: %q, %v; want the answer on the old connection", r.Body, r.Err())
 	}
-	if r := receive(t, second, "the second call"); r.err() != nil || r.body != "|/second" {
-		t.Errorf("second call: %q, %v; want |/second from the new connection", r.body, r.err())
+	if r := receive(t, second, "the second call"); r.Err() != nil || r.Body != "|/second" {
+		t.Errorf("second call: %q, %v; want |/second from the new connection", r.Body, r.Err())
 	}
-	if r := get(t, tr, srv.url+"/third"); r.body != "|/third" {
-		t.Errorf("third call: %q, want |/third", r.body)
+	if r := get(t, tr, srv.url+"/third"); r.Body != "|/third" {
+		t.Errorf("third call: %q, want |/third", r.Body)
 	}
 	if n, d := srv.accepted.Load(), dials.Load(); n != 2 || d != 2 {
 		t.Errorf("the server accepted %d connections, the transport dialed %d; want 2", n, d)
@@ -234,13 +234,13 @@ func TestConnectionBroken(t *testing.T) {
 		}
 	}
 	for i, ch := range results {
-		if r := receive(t, ch, "a pending call to end"); r.err() == nil {
-			t.Errorf("call %d succeeded (%q), want an error", i, r.body)
+		if r := receive(t, ch, "a pending call to end"); r.Err() == nil {
+			t.Errorf("call %d succeeded (%q), want an error", i, r.Body)
 		}
 	}
 	testproc.Eventually(t, waitLimit, "the broken connection is gone", func() bool { return tr.Conns() == 0 })
-	if r := get(t, tr, srv.url+"/next"); r.body != "|/next" {
-		t.Errorf("next call: %q, want |/next", r.body)
+	if r := get(t, tr, srv.url+"/next"); r.Body != "|/next" {
+		t.Errorf("next call: %q, want |/next", r.Body)
 	}
 	if n, d := srv.accepted.Load(), dials.Load(); n != 2 || d != 2 {
 		t.Errorf("the server accepted %d connections, the transport dialed %d; want 2", n, d)

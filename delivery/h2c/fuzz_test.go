@@ -40,17 +40,17 @@ func FuzzHeaders(f *testing.F) {
 		valid := httpguts.ValidHeaderFieldName(name) && httpguts.ValidHeaderFieldValue(value)
 		r := call(t, tr, req)
 		if !valid {
-			if r.rtErr == nil {
-				t.Fatalf("header %q: %q sent (status %d), want an error", name, value, r.resp.StatusCode)
+			if r.RTErr == nil {
+				t.Fatalf("header %q: %q sent (status %d), want an error", name, value, r.Resp.StatusCode)
 			}
 			return
 		}
 		trimmed := strings.Trim(value, " \t")
-		if r.err() != nil {
+		if r.Err() != nil {
 			if trimmed != value { // a field with leading or trailing whitespace is malformed in HTTP/2
 				return
 			}
-			t.Fatalf("header %q: %q: %v", name, value, r.err())
+			t.Fatalf("header %q: %q: %v", name, value, r.Err())
 		}
 		var c captured
 		for {

@@ -294,7 +294,7 @@ func TestGoInvalidRequest(t *testing.T) {
 			if r := g.result(t); r.err == nil || r.resp != nil {
 				t.Errorf("done got %v, %v; want an error", r.resp, r.err)
 			}
-			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
 			testproc.Consistently(t, 100*time.Millisecond, "done called exactly once", func() bool { return g.calls.Load() == 1 })
 		})
 	}

@@ -236,7 +236,7 @@ func TestGoStreamingBody(t *testing.T) {
 			if r := g.result(t); r.err != nil || r.resp.StatusCode != 200 || r.body != "ok" {
 				t.Errorf("done got %q, %v; want 200 ok", r.body, r.err)
 			}
-			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
 			if n := g.calls.Load(); n != 1 {
 				t.Errorf("done ran %d times, want once", n)
 			}

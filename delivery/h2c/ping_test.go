@@ -47,8 +47,8 @@ func TestPingFromPeerAcked(t *testing.T) {
 			t.Errorf("PING ack with %q, want %q", got, want)
 		}
 	}
-	if r := receive(t, res, "the call"); r.err() != nil || r.body != "ok" {
-		t.Errorf("call: %q, %v; want ok", r.body, r.err())
+	if r := receive(t, res, "the call"); r.Err() != nil || r.Body != "ok" {
+		t.Errorf("call: %q, %v; want ok", r.Body, r.Err())
 	}
 }
 
@@ -62,11 +62,11 @@ func TestUnansweredPingClosesConnection(t *testing.T) {
 	})
 	tr, _ := newTransport(t, &h2c.Transport{SendPingTimeout: 100 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
 	r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url, nil, 0))
-	if r.rtErr == nil {
-		t.Fatalf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
+	if r.RTErr == nil {
+		t.Fatalf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
 	}
-	if errors.Is(r.rtErr, context.DeadlineExceeded) {
-		t.Errorf("RoundTrip error %v: the call lasted to its context's deadline", r.rtErr)
+	if errors.Is(r.RTErr, context.DeadlineExceeded) {
+		t.Errorf("RoundTrip error %v: the call lasted to its context's deadline", r.RTErr)
 	}
 	if n := srv.pings.Load(); n < 1 {
 		t.Errorf("the destination received %d PINGs, want at least 1", n)
@@ -91,8 +91,8 @@ func TestAnsweredPingsKeepConnection(t *testing.T) {
 		holdStreams(fc)
 	})
 	tr, dials := newTransport(t, &h2c.Transport{SendPingTimeout: 100 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
-	if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url, nil, 0)); r.err() != nil || r.body != "ok" {
-		t.Errorf("call: %q, %v; want ok after %d PINGs", r.body, r.err(), pings)
+	if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url, nil, 0)); r.Err() != nil || r.Body != "ok" {
+		t.Errorf("call: %q, %v; want ok after %d PINGs", r.Body, r.Err(), pings)
 	}
 	if n := dials.Load(); n != 1 {
 		t.Errorf("dialed %d times, want 1", n)
@@ -126,12 +126,12 @@ func TestPushPromiseFailsCall(t *testing.T) {
 		holdStreams(fc)
 	})
 	tr, dials := newTransport(t, &h2c.Transport{})
-	if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+"/push", nil, 0)); r.err() == nil {
-		t.Errorf("call succeeded (%q), want an error", r.body)
+	if r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+"/push", nil, 0)); r.Err() == nil {
+		t.Errorf("call succeeded (%q), want an error", r.Body)
 	}
 	testproc.Eventually(t, waitLimit, "the connection is closed", func() bool { return tr.Conns() == 0 })
-	if r := get(t, tr, srv.url+"/next"); r.body != "|/next" {
-		t.Errorf("next call: %q, want |/next", r.body)
+	if r := get(t, tr, srv.url+"/next"); r.Body != "|/next" {
+		t.Errorf("next call: %q, want |/next", r.Body)
 	}
 	if n := dials.Load(); n != 2 {
 		t.Errorf("dialed %d times, want 2", n)

@@ -62,10 +62,10 @@ func TestConcurrentCalls(t *testing.T) {
 			body := fmt.Sprintf("call %d", i)
 			r := doCall(tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader(body), int64(len(body))))
 			switch {
-			case r.err() != nil:
-				errs <- fmt.Errorf("call %d: %w", i, r.err())
-			case r.resp.StatusCode != 200 || r.body != body:
-				errs <- fmt.Errorf("call %d: %d %q, want 200 %q", i, r.resp.StatusCode, r.body, body)
+			case r.Err() != nil:
+				errs <- fmt.Errorf("call %d: %w", i, r.Err())
+			case r.Resp.StatusCode != 200 || r.Body != body:
+				errs <- fmt.Errorf("call %d: %d %q, want 200 %q", i, r.Resp.StatusCode, r.Body, body)
 			}
 		})
 	}
@@ -107,8 +107,8 @@ func TestMaxConnsPerHostDefault(t *testing.T) {
 	}
 	close(gate)
 	for i, ch := range results {
-		if r := receive(t, ch, "a call to end"); r.err() != nil || r.body != "ok" {
-			t.Errorf("call %d: %q, %v; want ok", i, r.body, r.err())
+		if r := receive(t, ch, "a call to end"); r.Err() != nil || r.Body != "ok" {
+			t.Errorf("call %d: %q, %v; want ok", i, r.Body, r.Err())
 		}
 	}
 	if n := srv.ln.accepted.Load(); n != bound {
@@ -141,8 +141,8 @@ func TestBurstSharesOneDial(t *testing.T) {
 	}
 	close(gate)
 	for i, ch := range results {
-		if r := receive(t, ch, "a call to end"); r.err() != nil || r.body != "ok" {
-			t.Errorf("call %d: %q, %v; want ok", i, r.body, r.err())
+		if r := receive(t, ch, "a call to end"); r.Err() != nil || r.Body != "ok" {
+			t.Errorf("call %d: %q, %v; want ok", i, r.Body, r.Err())
 		}
 	}
 }
@@ -169,8 +169,8 @@ func TestIdleConnTimeout(t *testing.T) {
 		testproc.Eventually(t, waitLimit, "the call is held", func() bool { return srv.arrived.Load() == 1 })
 		testproc.Consistently(t, 5*idle, "the connection carrying a call stays open", func() bool { return tr.Conns() == 1 })
 		srv.release <- struct{}{}
-		if r := receive(t, res, "the held call"); r.err() != nil || r.body != "ok" {
-			t.Errorf("held call: %q, %v; want ok", r.body, r.err())
+		if r := receive(t, res, "the held call"); r.Err() != nil || r.Body != "ok" {
+			t.Errorf("held call: %q, %v; want ok", r.Body, r.Err())
 		}
 		if n := dials.Load(); n != 1 {
 			t.Errorf("dialed %d times, want 1", n)
@@ -199,8 +199,8 @@ func TestCloseIdleConnections(t *testing.T) {
 		return idleSrv.ln.closed.Load() == 1 && idleSrv2.ln.closed.Load() == 1
 	})
 	busySrv.release <- struct{}{}
-	if r := receive(t, res, "the held call"); r.err() != nil || r.body != "ok" {
-		t.Errorf("held call: %q, %v; want ok", r.body, r.err())
+	if r := receive(t, res, "the held call"); r.Err() != nil || r.Body != "ok" {
+		t.Errorf("held call: %q, %v; want ok", r.Body, r.Err())
 	}
 	if n := busySrv.ln.closed.Load(); n != 0 {
 		t.Errorf("the busy connection was closed")

@@ -66,13 +66,13 @@ func TestRequestBody(t *testing.T) {
 			}
 			body := &closeTracker{Reader: r}
 			res := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, body, length))
-			if res.resp.StatusCode != 200 {
-				t.Fatalf("status %d: %s", res.resp.StatusCode, res.body)
+			if res.Resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", res.Resp.StatusCode, res.Body)
 			}
-			if !bytes.Equal([]byte(res.body), data) {
-				t.Errorf("echoed %d bytes, want the %d sent, byte-exact", len(res.body), len(data))
+			if !bytes.Equal([]byte(res.Body), data) {
+				t.Errorf("echoed %d bytes, want the %d sent, byte-exact", len(res.Body), len(data))
 			}
-			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
 		})
 	}
 	if n := dials.Load(); n != 1 {
@@ -204,8 +204,8 @@ func TestRequestBodyFlowControl(t *testing.T) {
 			if !bytes.Equal(o.body, data) {
 				t.Errorf("the destination got %d bytes, want the %d sent, byte-exact", len(o.body), len(data))
 			}
-			if r := receive(t, res, "the call to end"); r.err() != nil || r.body != "ok" {
-				t.Errorf("call: %q, %v; want ok", r.body, r.err())
+			if r := receive(t, res, "the call to end"); r.Err() != nil || r.Body != "ok" {
+				t.Errorf("call: %q, %v; want ok", r.Body, r.Err())
 			}
 		})
 	}
@@ -308,10 +308,10 @@ func TestRequestBodyFailures(t *testing.T) {
 			tr, _ := newTransport(t, &h2c.Transport{})
 			body := &closeTracker{Reader: tt.body}
 			r := call(t, tr, newRequest(t, newCtx(t), "POST", srv.url+"/failing", body, tt.length))
-			if r.err() == nil {
-				t.Errorf("the call succeeded (status %d), want an error", r.resp.StatusCode)
+			if r.Err() == nil {
+				t.Errorf("the call succeeded (status %d), want an error", r.Resp.StatusCode)
 			}
-			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
 			if tt.streamed {
 				c := receive(t, got, "the failing request at the server")
 				if c.err != nil || !c.req.reset || c.req.ended {
@@ -319,8 +319,8 @@ func TestRequestBodyFailures(t *testing.T) {
 				}
 			}
 			after := mustCall(t, tr, newRequest(t, newCtx(t), "GET", srv.url+"/after", nil, 0))
-			if after.body != "ok" {
-				t.Errorf("the next call got %q, want ok", after.body)
+			if after.Body != "ok" {
+				t.Errorf("the next call got %q, want ok", after.Body)
 			}
 			for {
 				c := receive(t, got, "the next request at the server")
@@ -390,7 +390,7 @@ func TestRequestBodyFailsAfterAnswer(t *testing.T) {
 				t.Errorf("reading the answer's body succeeded, want an error")
 			}
 			receive(t, resets, "RST_STREAM at the destination")
-			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
+			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
 		})
 	}
 }

@@ -17,8 +17,8 @@ import (
 func sendCaptured(t *testing.T, tr *h2c.Transport, got <-chan captured, req *http.Request) *rawRequest {
 	t.Helper()
 	r := mustCall(t, tr, req)
-	if r.body != "ok" {
-		t.Errorf("answer body %q, want ok", r.body)
+	if r.Body != "ok" {
+		t.Errorf("answer body %q, want ok", r.Body)
 	}
 	c := receive(t, got, "the request at the server")
 	if c.err != nil {
@@ -179,8 +179,8 @@ func TestRequestInvalidHeaders(t *testing.T) {
 			tr, _ := newTransport(t, &h2c.Transport{})
 			req := newRequest(t, newCtx(t), "POST", srv.url+"/invalid", strings.NewReader("x"), 1)
 			req.Header[tt.key] = []string{tt.value}
-			if r := call(t, tr, req); r.rtErr == nil {
-				t.Errorf("RoundTrip with header %q: %q succeeded (status %d), want an error", tt.key, tt.value, r.resp.StatusCode)
+			if r := call(t, tr, req); r.RTErr == nil {
+				t.Errorf("RoundTrip with header %q: %q succeeded (status %d), want an error", tt.key, tt.value, r.Resp.StatusCode)
 			}
 			// The first request the server sees must be the valid one that follows.
 			r := sendCaptured(t, tr, got, newRequest(t, newCtx(t), "GET", srv.url+"/after", nil, 0))

@@ -45,11 +45,11 @@ func TestResponseLargeBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			r := get(t, tr, srv.url+tt.path)
-			if !bytes.Equal([]byte(r.body), data) {
-				t.Errorf("body of %d bytes, want the %d sent, byte-exact", len(r.body), len(data))
+			if !bytes.Equal([]byte(r.Body), data) {
+				t.Errorf("body of %d bytes, want the %d sent, byte-exact", len(r.Body), len(data))
 			}
-			if r.resp.ContentLength != tt.length {
-				t.Errorf("ContentLength %d, want %d", r.resp.ContentLength, tt.length)
+			if r.Resp.ContentLength != tt.length {
+				t.Errorf("ContentLength %d, want %d", r.Resp.ContentLength, tt.length)
 			}
 		})
 	}
@@ -257,14 +257,14 @@ func TestResponseContentLengthMismatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+tt.path, nil, 0))
-			if r.rtErr != nil {
-				t.Fatalf("RoundTrip: %v; want the answer, and an error from Read", r.rtErr)
+			if r.RTErr != nil {
+				t.Fatalf("RoundTrip: %v; want the answer, and an error from Read", r.RTErr)
 			}
-			if (r.readErr != nil) != tt.wantErr {
-				t.Errorf("reading the body: %v (read %q); want an error: %t", r.readErr, r.body, tt.wantErr)
+			if (r.ReadErr != nil) != tt.wantErr {
+				t.Errorf("reading the body: %v (read %q); want an error: %t", r.ReadErr, r.Body, tt.wantErr)
 			}
-			if r.readErr != nil && errors.Is(r.readErr, io.EOF) {
-				t.Errorf("Read error %v, want one other than io.EOF", r.readErr)
+			if r.ReadErr != nil && errors.Is(r.ReadErr, io.EOF) {
+				t.Errorf("Read error %v, want one other than io.EOF", r.ReadErr)
 			}
 		})
 	}
@@ -307,12 +307,12 @@ func TestResponseStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url+tt.path, nil, 0))
 			switch {
-			case tt.want == 0 && r.rtErr == nil:
-				t.Errorf("RoundTrip succeeded with status %d, want an error", r.resp.StatusCode)
-			case tt.want != 0 && r.err() != nil:
-				t.Errorf("call: %v, want status %d", r.err(), tt.want)
-			case tt.want != 0 && r.resp.StatusCode != tt.want:
-				t.Errorf("status %d, want %d", r.resp.StatusCode, tt.want)
+			case tt.want == 0 && r.RTErr == nil:
+				t.Errorf("RoundTrip succeeded with status %d, want an error", r.Resp.StatusCode)
+			case tt.want != 0 && r.Err() != nil:
+				t.Errorf("call: %v, want status %d", r.Err(), tt.want)
+			case tt.want != 0 && r.Resp.StatusCode != tt.want:
+				t.Errorf("status %d, want %d", r.Resp.StatusCode, tt.want)
 			}
 		})
 	}
@@ -363,15 +363,15 @@ func TestResponseHeaderTooLarge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := call(t, tr, newRequest(t, newCtx(t), "GET", tt.url, nil, 0))
 			switch {
-			case tt.want == nil && r.err() != nil:
-				t.Errorf("call: %v, want success", r.err())
-			case tt.want == errAny && r.rtErr == nil:
+			case tt.want == nil && r.Err() != nil:
+				t.Errorf("call: %v, want success", r.Err())
+			case tt.want == errAny && r.RTErr == nil:
 				t.Errorf("RoundTrip succeeded, want an error")
-			case tt.want != nil && tt.want != errAny && !errors.Is(r.rtErr, tt.want):
-				t.Errorf("RoundTrip error %v, want one wrapping %v", r.rtErr, tt.want)
+			case tt.want != nil && tt.want != errAny && !errors.Is(r.RTErr, tt.want):
+				t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
 			}
-			if after := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/0", nil, 0)); after.err() != nil {
-				t.Errorf("the next call: %v", after.err())
+			if after := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/0", nil, 0)); after.Err() != nil {
+				t.Errorf("the next call: %v", after.Err())
 			}
 		})
 	}

@@ -119,7 +119,7 @@ func TestRoundTripOnlyHTTP(t *testing.T) {
 		t.Run(scheme, func(t *testing.T) {
 			tr, dials := newTransport(t, &h2c.Transport{})
 			r := call(t, tr, newRequest(t, newCtx(t), http.MethodGet, scheme+"://"+addr+"/", nil, 0))
-			if r.rtErr == nil {
+			if r.RTErr == nil {
 				t.Fatalf("RoundTrip to %s:// succeeded, want an error", scheme)
 			}
 			if n := dials.Load(); n != 0 {
@@ -143,8 +143,8 @@ func TestRoundTripSkipsInformational(t *testing.T) {
 		}, nil)
 		tr, _ := newTransport(t, &h2c.Transport{})
 		r := get(t, tr, srv.url)
-		if r.resp.StatusCode != 200 || r.body != "final" || r.resp.Header.Get("X-Final") != "f" {
-			t.Errorf("got %d %q X-Final %q, want 200 %q f", r.resp.StatusCode, r.body, r.resp.Header.Get("X-Final"), "final")
+		if r.Resp.StatusCode != 200 || r.Body != "final" || r.Resp.Header.Get("X-Final") != "f" {
+			t.Errorf("got %d %q X-Final %q, want 200 %q f", r.Resp.StatusCode, r.Body, r.Resp.Header.Get("X-Final"), "final")
 		}
 	})
 	t.Run("frame server, 100 and 103", func(t *testing.T) {
@@ -161,11 +161,11 @@ func TestRoundTripSkipsInformational(t *testing.T) {
 		})
 		tr, _ := newTransport(t, &h2c.Transport{})
 		r := get(t, tr, srv.url)
-		if r.resp.StatusCode != 200 || r.body != "final" {
-			t.Errorf("got %d %q, want 200 %q", r.resp.StatusCode, r.body, "final")
+		if r.Resp.StatusCode != 200 || r.Body != "final" {
+			t.Errorf("got %d %q, want 200 %q", r.Resp.StatusCode, r.Body, "final")
 		}
 		want := http.Header{"X-Final": {"f"}}
-		if diff := cmp.Diff(want, r.resp.Header); diff != "" {
+		if diff := cmp.Diff(want, r.Resp.Header); diff != "" {
 			t.Errorf("header (-want +got):\n%s", diff)
 		}
 	})
@@ -323,8 +323,8 @@ func TestDialDefault(t *testing.T) {
 	tr := &h2c.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("x"), 1))
-	if r.body != "x" {
-		t.Errorf("body %q, want x", r.body)
+	if r.Body != "x" {
+		t.Errorf("body %q, want x", r.Body)
 	}
 }
 
@@ -360,11 +360,11 @@ func TestDialFailures(t *testing.T) {
 				defer cancel()
 			}
 			r := call(t, tr, newRequest(t, ctx, "GET", tt.url, nil, 0))
-			if r.rtErr == nil {
-				t.Fatalf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
+			if r.RTErr == nil {
+				t.Fatalf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
 			}
-			if tt.want != nil && !errors.Is(r.rtErr, tt.want) {
-				t.Errorf("RoundTrip error %v, want one wrapping %v", r.rtErr, tt.want)
+			if tt.want != nil && !errors.Is(r.RTErr, tt.want) {
+				t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
 			}
 			if n := tr.Conns(); n != 0 {
 				t.Errorf("Conns() = %d after a failed dial, want 0", n)

@@ -52,11 +52,11 @@ func TestWriteTimeout(t *testing.T) {
 				req.Header.Set(fmt.Sprintf("X-Big-%d", i), strings.Repeat("v", 64<<10))
 			}
 			r := call(t, tr, req)
-			if r.rtErr == nil {
-				t.Fatalf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
+			if r.RTErr == nil {
+				t.Fatalf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
 			}
-			if errors.Is(r.rtErr, context.DeadlineExceeded) {
-				t.Errorf("RoundTrip error %v: the call lasted to its context's deadline, not WriteTimeout", r.rtErr)
+			if errors.Is(r.RTErr, context.DeadlineExceeded) {
+				t.Errorf("RoundTrip error %v: the call lasted to its context's deadline, not WriteTimeout", r.RTErr)
 			}
 			testproc.Eventually(t, waitLimit, "the connection is closed", func() bool { return tr.Conns() == 0 })
 		})
@@ -134,8 +134,8 @@ func TestWritesUnderDeadline(t *testing.T) {
 			for i := range tt.header / (10 << 10) {
 				req.Header.Set(fmt.Sprintf("X-Big-%d", i), strings.Repeat("v", 10<<10))
 			}
-			if r := mustCall(t, tr, req); r.body != string(tt.body) {
-				t.Errorf("echoed %d bytes, want %d", len(r.body), len(tt.body))
+			if r := mustCall(t, tr, req); r.Body != string(tt.body) {
+				t.Errorf("echoed %d bytes, want %d", len(r.Body), len(tt.body))
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -73,8 +73,8 @@ func TestRoundTripContextWhileWaiting(t *testing.T) {
 			}
 			end()
 			r := receive(t, res, "the call to end")
-			if !errors.Is(r.rtErr, tt.want) {
-				t.Errorf("RoundTrip error %v, want %v", r.rtErr, tt.want)
+			if !errors.Is(r.RTErr, tt.want) {
+				t.Errorf("RoundTrip error %v, want %v", r.RTErr, tt.want)
 			}
 			wantCutConnectionDropped(t, tr, dials, srv.URL+"/ok")
 		})
@@ -170,8 +170,8 @@ func TestRoundTripContextDoneBefore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{})
 			r := call(t, tr, newRequest(t, tt.ctx, "POST", srv.URL, strings.NewReader("x"), 1))
-			if !errors.Is(r.rtErr, tt.want) {
-				t.Errorf("RoundTrip error %v, want %v", r.rtErr, tt.want)
+			if !errors.Is(r.RTErr, tt.want) {
+				t.Errorf("RoundTrip error %v, want %v", r.RTErr, tt.want)
 			}
 			if n := dials.Load(); n != 0 {
 				t.Errorf("dialed %d times, want 0", n)
@@ -188,7 +188,7 @@ func TestRoundTripContextDoneKeepsIdleConnection(t *testing.T) {
 	get(t, tr, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if r := call(t, tr, newRequest(t, ctx, "GET", srv.URL, nil, 0)); r.rtErr == nil {
+	if r := call(t, tr, newRequest(t, ctx, "GET", srv.URL, nil, 0)); r.RTErr == nil {
 		t.Fatal("a call with a cancelled context succeeded")
 	}
 	get(t, tr, srv.URL)

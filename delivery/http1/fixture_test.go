@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,14 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"knative.dev/event-forwarding-proxy/delivery/http1"
+	"knative.dev/event-forwarding-proxy/delivery/internal/calltest"
 )
-
-// waitLimit bounds every wait of these tests: a call's context, a watchdog
-// on calls that a broken transport could block, a polled condition.
-const waitLimit = 10 * time.Second
 
 // newTransport fills tr's Dial with a loopback dialer that counts its dials
 // (the way to tell a reused connection from a new one) and closes its idle
@@ -172,17 +166,6 @@ func newCaptureServer(t *testing.T) (*rawServer, <-chan captured) {
 	return s, got
 }
 
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("timed out after %s waiting for %s", waitLimit, what)
-		panic("unreachable")
-	}
-}
-
 // headerValues returns the values of the header lines of head named name
 // (case-insensitively), in order.
 func headerValues(head, name string) []string {
@@ -197,107 +180,24 @@ func headerValues(head, name string) []string {
 	return vals
 }
 
-func newCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	t.Cleanup(cancel)
-	return ctx
-}
+// The calls' plumbing is delivery/internal/calltest's, shared with the
+// other transport's tests.
+const waitLimit = calltest.WaitLimit
 
-// newRequest builds a request with exactly the given body and
-// ContentLength (no inference from the body's type).
-func newRequest(t testing.TB, ctx context.Context, method, url string, body io.Reader, contentLength int64) *http.Request {
+type result = calltest.Result
+
+var (
+	errWatchdog = calltest.ErrWatchdog
+	newCtx      = calltest.NewCtx
+	newRequest  = calltest.NewRequest
+	doCall      = calltest.Do
+	call        = calltest.Call
+	mustCall    = calltest.MustCall
+	get         = calltest.Get
+	echo        = calltest.Echo
+)
+
+func receive[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		rc, ok := body.(io.ReadCloser)
-		if !ok {
-			rc = io.NopCloser(body)
-		}
-		req.Body = rc
-	}
-	req.ContentLength = contentLength
-	return req
-}
-
-// result is a call's answer with its body read to the end and closed.
-type result struct {
-	resp    *http.Response
-	body    string
-	rtErr   error // from RoundTrip
-	readErr error // from reading the body
-}
-
-func (r result) err() error { return errors.Join(r.rtErr, r.readErr) }
-
-// errWatchdog is the result error of a call that did not end in time.
-var errWatchdog = errors.New("the call did not end within its watchdog")
-
-// doCall runs req through tr and reads the answer's body to its end, on a
-// goroutine watched for longer than the request's context, so that a
-// transport that blocks yields errWatchdog instead of hanging the test. A
-// panic in the transport is a result error that names it. Safe on any
-// goroutine.
-func doCall(tr http.RoundTripper, req *http.Request) result {
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		defer func() {
-			if p := recover(); p != nil {
-				r.rtErr = fmt.Errorf("PANIC in the transport: %v", p)
-			}
-			done <- r
-		}()
-		r.resp, r.rtErr = tr.RoundTrip(req)
-		if r.rtErr != nil {
-			return
-		}
-		var b []byte
-		b, r.readErr = io.ReadAll(r.resp.Body)
-		r.body = string(b)
-		r.resp.Body.Close()
-	}()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(waitLimit + 5*time.Second):
-		return result{rtErr: fmt.Errorf("%s %s: %w", req.Method, req.URL, errWatchdog)}
-	}
-}
-
-// call is doCall on the test's goroutine: a call that hangs fails the test.
-func call(t testing.TB, tr http.RoundTripper, req *http.Request) result {
-	t.Helper()
-	r := doCall(tr, req)
-	if errors.Is(r.rtErr, errWatchdog) {
-		t.Fatal(r.rtErr)
-	}
-	return r
-}
-
-// mustCall is call for calls that must succeed.
-func mustCall(t testing.TB, tr http.RoundTripper, req *http.Request) result {
-	t.Helper()
-	r := call(t, tr, req)
-	if err := r.err(); err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-	}
-	return r
-}
-
-func get(t testing.TB, tr http.RoundTripper, url string) result {
-	t.Helper()
-	return mustCall(t, tr, newRequest(t, newCtx(t), http.MethodGet, url, nil, 0))
-}
-
-// echo answers with the request's body.
-func echo(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	w.Write(b)
+	return calltest.Receive(t, ch, what)
 }

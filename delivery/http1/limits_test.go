@@ -40,19 +40,19 @@ func TestMaxResponseHeaderBytes(t *testing.T) {
 			tr, _ := newTransport(t, &http1.Transport{MaxResponseHeaderBytes: tt.limit})
 			r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.URL+"/?n="+strconv.Itoa(tt.size), nil, 0))
 			if !tt.wantOK {
-				if !errors.Is(r.rtErr, http1.ErrResponseHeaderTooLarge) {
-					t.Errorf("RoundTrip error %v, want ErrResponseHeaderTooLarge", r.rtErr)
+				if !errors.Is(r.RTErr, http1.ErrResponseHeaderTooLarge) {
+					t.Errorf("RoundTrip error %v, want ErrResponseHeaderTooLarge", r.RTErr)
 				}
 				if n := tr.IdleConns(); n != 0 {
 					t.Errorf("%d idle connections, want 0", n)
 				}
 				return
 			}
-			if err := r.err(); err != nil {
+			if err := r.Err(); err != nil {
 				t.Fatal(err)
 			}
-			if len(r.resp.Header.Get("X-Big")) != tt.size || r.body != "body" {
-				t.Errorf("got %d header bytes and body %q", len(r.resp.Header.Get("X-Big")), r.body)
+			if len(r.Resp.Header.Get("X-Big")) != tt.size || r.Body != "body" {
+				t.Errorf("got %d header bytes and body %q", len(r.Resp.Header.Get("X-Big")), r.Body)
 			}
 		})
 	}
@@ -95,10 +95,10 @@ func TestRoundTripMalformedAnswers(t *testing.T) {
 			})
 			tr, _ := newTransport(t, &http1.Transport{})
 			r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url, nil, 0))
-			err := r.err()
+			err := r.Err()
 			switch {
 			case err == nil:
-				t.Errorf("the call succeeded: status %d, body %q", r.resp.StatusCode, r.body)
+				t.Errorf("the call succeeded: status %d, body %q", r.Resp.StatusCode, r.Body)
 			case strings.Contains(err.Error(), "PANIC"):
 				t.Error(err)
 			case errors.Is(err, context.DeadlineExceeded):
@@ -125,8 +125,8 @@ func TestRoundTripDialError(t *testing.T) {
 	tr, dials := newTransport(t, &http1.Transport{})
 	r := call(t, tr, newRequest(t, newCtx(t), "POST", "http://"+addr+"/", strings.NewReader("x"), 1))
 	var opErr *net.OpError
-	if !errors.As(r.rtErr, &opErr) {
-		t.Fatalf("RoundTrip error %v (%T), want a *net.OpError", r.rtErr, r.rtErr)
+	if !errors.As(r.RTErr, &opErr) {
+		t.Fatalf("RoundTrip error %v (%T), want a *net.OpError", r.RTErr, r.RTErr)
 	}
 	if opErr.Op != "dial" {
 		t.Errorf("OpError.Op %q, want dial", opErr.Op)

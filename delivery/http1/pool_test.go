@@ -41,8 +41,8 @@ func TestRoundTripReusesConnection(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{})
 			for i := range 5 {
 				req := newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader("event"), 5)
-				if r := mustCall(t, tr, req); r.body != tt.wantBody {
-					t.Errorf("call %d: body %q, want %q", i, r.body, tt.wantBody)
+				if r := mustCall(t, tr, req); r.Body != tt.wantBody {
+					t.Errorf("call %d: body %q, want %q", i, r.Body, tt.wantBody)
 				}
 				if n := tr.IdleConns(); n != 1 {
 					t.Errorf("after call %d: %d idle connections, want 1", i, n)
@@ -117,8 +117,8 @@ func TestRoundTripNotReused(t *testing.T) {
 			if n := tr.IdleConns(); n != 0 {
 				t.Errorf("%d idle connections after the first call, want 0", n)
 			}
-			if r := get(t, tr, tt.url); !strings.HasPrefix(r.body, "ok") && !strings.HasPrefix(r.body, "xxx") {
-				t.Errorf("the second call read %q", r.body)
+			if r := get(t, tr, tt.url); !strings.HasPrefix(r.Body, "ok") && !strings.HasPrefix(r.Body, "xxx") {
+				t.Errorf("the second call read %q", r.Body)
 			}
 			if n := dials.Load(); n != 2 {
 				t.Errorf("2 calls dialed %d times, want 2", n)
@@ -155,10 +155,10 @@ func TestRoundTripConcurrent(t *testing.T) {
 					req = newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body)))
 				}
 				r := doCall(tr, req)
-				if err := r.err(); err != nil || r.body != body {
+				if err := r.Err(); err != nil || r.Body != body {
 					failed.Add(1)
 					errMu.Lock()
-					errs = append(errs, fmt.Errorf("%s: got %q, %v", body, r.body, err))
+					errs = append(errs, fmt.Errorf("%s: got %q, %v", body, r.Body, err))
 					errMu.Unlock()
 				}
 				for {
@@ -228,8 +228,8 @@ func TestRoundTripIdlePoolBound(t *testing.T) {
 			})
 			once.Do(func() { close(release) })
 			for range total {
-				if r := receive(t, res, "a held call to end"); r.err() != nil || r.body != "ok" {
-					t.Errorf("call: %q, %v", r.body, r.err())
+				if r := receive(t, res, "a held call to end"); r.Err() != nil || r.Body != "ok" {
+					t.Errorf("call: %q, %v", r.Body, r.Err())
 				}
 			}
 			if n := tr.IdleConns(); n != tt.wantIdle {
@@ -295,8 +295,8 @@ func TestRoundTripStaleIdleConnection(t *testing.T) {
 			}
 			for i, body := range []string{"first", "second", "third"} {
 				r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader(body), int64(len(body))))
-				if r.body != "ok" {
-					t.Errorf("call %d: body %q", i, r.body)
+				if r.Body != "ok" {
+					t.Errorf("call %d: body %q", i, r.Body)
 				}
 				testproc.Eventually(t, waitLimit, "the destination closed the connection", func() bool {
 					return srv.finished.Load() == int64(i+1)
@@ -343,8 +343,8 @@ func TestRoundTripStaleOpaqueConnection(t *testing.T) {
 	post := func(body string) (*http.Response, error) {
 		return tr.RoundTrip(newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader(body), int64(len(body))))
 	}
-	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("first"), 5)); r.body != "ok" {
-		t.Fatalf("first call: body %q", r.body)
+	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("first"), 5)); r.Body != "ok" {
+		t.Fatalf("first call: body %q", r.Body)
 	}
 	testproc.Eventually(t, waitLimit, "the destination closed the connection", func() bool { return srv.finished.Load() == 1 })
 	resp, err := post("second")
@@ -355,8 +355,8 @@ func TestRoundTripStaleOpaqueConnection(t *testing.T) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the call hung until its deadline: %v", err)
 	}
-	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("third"), 5)); r.body != "ok" {
-		t.Fatalf("third call: body %q", r.body)
+	if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.url, strings.NewReader("third"), 5)); r.Body != "ok" {
+		t.Fatalf("third call: body %q", r.Body)
 	}
 	if got := dials.Load(); got != 2 {
 		t.Errorf("dialed %d times, want 2 (the failed call used the stale connection, the next one dialed)", got)
@@ -441,8 +441,8 @@ func TestRoundTripClosesRequestBody(t *testing.T) {
 				testproc.Eventually(t, waitLimit, "the call is held by the destination", func() bool { return arrived.Load() > before })
 				cancel()
 			}
-			if r := receive(t, res, "the call to end"); errors.Is(r.rtErr, errWatchdog) {
-				t.Fatal(r.rtErr)
+			if r := receive(t, res, "the call to end"); errors.Is(r.RTErr, errWatchdog) {
+				t.Fatal(r.RTErr)
 			}
 			testproc.Eventually(t, waitLimit, "the request body is closed", body.closed.Load)
 		})

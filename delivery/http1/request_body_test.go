@@ -33,19 +33,19 @@ func TestRoundTripShortBody(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{ReadAheadMax: 1024})
 			req := newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(strings.Repeat("s", tt.actual)), int64(tt.declared))
 			r := call(t, tr, req)
-			if r.err() == nil {
-				t.Fatalf("a body of %d bytes declared as %d was sent, status %d", tt.actual, tt.declared, r.resp.StatusCode)
+			if r.Err() == nil {
+				t.Fatalf("a body of %d bytes declared as %d was sent, status %d", tt.actual, tt.declared, r.Resp.StatusCode)
 			}
-			if errors.Is(r.err(), context.DeadlineExceeded) {
-				t.Errorf("the call failed only at its deadline: %v", r.err())
+			if errors.Is(r.Err(), context.DeadlineExceeded) {
+				t.Errorf("the call failed only at its deadline: %v", r.Err())
 			}
 			if n := tr.IdleConns(); n != 0 {
 				t.Errorf("%d idle connections after the failed call, want 0", n)
 			}
 			before := dials.Load()
 			req = newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader("next"), 4)
-			if r := mustCall(t, tr, req); r.body != "next" {
-				t.Errorf("the next call read %q, want %q", r.body, "next")
+			if r := mustCall(t, tr, req); r.Body != "next" {
+				t.Errorf("the next call read %q, want %q", r.Body, "next")
 			}
 			if n := dials.Load() - before; n != 1 {
 				t.Errorf("the next call dialed %d times, want 1 (a fresh connection)", n)
@@ -63,12 +63,12 @@ func TestRoundTripLongBody(t *testing.T) {
 		body := strings.Repeat("b", n)
 		req := newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body+"EXTRA"), int64(n))
 		r := call(t, tr, req)
-		if r.err() == nil && r.body != body {
-			t.Errorf("declared %d bytes: the server read %d bytes", n, len(r.body))
+		if r.Err() == nil && r.Body != body {
+			t.Errorf("declared %d bytes: the server read %d bytes", n, len(r.Body))
 		}
 		req = newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader("next"), 4)
-		if r := mustCall(t, tr, req); r.resp.StatusCode != http.StatusOK || r.body != "next" {
-			t.Errorf("declared %d bytes: the next call got %d %q, want 200 %q", n, r.resp.StatusCode, r.body, "next")
+		if r := mustCall(t, tr, req); r.Resp.StatusCode != http.StatusOK || r.Body != "next" {
+			t.Errorf("declared %d bytes: the next call got %d %q, want 200 %q", n, r.Resp.StatusCode, r.Body, "next")
 		}
 	}
 }
@@ -112,8 +112,8 @@ func TestRoundTripSmallBodyOneWrite(t *testing.T) {
 			}}
 			t.Cleanup(tr.CloseIdleConnections)
 			body := strings.Repeat("w", tt.size)
-			if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body)))); r.body != body {
-				t.Fatalf("echoed %d bytes, want %d", len(r.body), len(body))
+			if r := mustCall(t, tr, newRequest(t, newCtx(t), "POST", srv.URL, strings.NewReader(body), int64(len(body)))); r.Body != body {
+				t.Fatalf("echoed %d bytes, want %d", len(r.Body), len(body))
 			}
 			if n := writes.Load(); n != 1 {
 				t.Errorf("the request went out in %d writes, want 1", n)
@@ -166,11 +166,11 @@ func TestRoundTripStreamsBody(t *testing.T) {
 				pw.Close()
 			}()
 			r := receive(t, res, "the call to end")
-			if err := r.err(); err != nil {
+			if err := r.Err(); err != nil {
 				t.Fatal(err)
 			}
-			if want := strconv.Itoa(len(part1) + len(part2)); r.body != want {
-				t.Errorf("the destination read %s bytes, want %s", r.body, want)
+			if want := strconv.Itoa(len(part1) + len(part2)); r.Body != want {
+				t.Errorf("the destination read %s bytes, want %s", r.Body, want)
 			}
 		})
 	}
@@ -231,17 +231,17 @@ func TestRoundTripEarlyAnswer(t *testing.T) {
 				req = newRequest(t, newCtx(t), "POST", srv.url, io.LimitReader(zeros{}, 64<<20), 64<<20)
 			}
 			r := call(t, tr, req)
-			if tt.noAnswer && r.err() == nil {
-				t.Errorf("the call succeeded with status %d, want an error", r.resp.StatusCode)
+			if tt.noAnswer && r.Err() == nil {
+				t.Errorf("the call succeeded with status %d, want an error", r.Resp.StatusCode)
 			}
-			if r.rtErr == nil && r.resp.StatusCode != http.StatusRequestEntityTooLarge {
-				t.Errorf("status %d, want 413", r.resp.StatusCode)
+			if r.RTErr == nil && r.Resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("status %d, want 413", r.Resp.StatusCode)
 			}
-			if tt.want413 && r.rtErr != nil {
-				t.Errorf("RoundTrip: %v, want the 413 answer", r.rtErr)
+			if tt.want413 && r.RTErr != nil {
+				t.Errorf("RoundTrip: %v, want the 413 answer", r.RTErr)
 			}
-			if errors.Is(r.err(), context.DeadlineExceeded) {
-				t.Errorf("the call ended only at its deadline: %v", r.err())
+			if errors.Is(r.Err(), context.DeadlineExceeded) {
+				t.Errorf("the call ended only at its deadline: %v", r.Err())
 			}
 			if n := tr.IdleConns(); n != 0 {
 				t.Errorf("%d idle connections, want 0: the request was not fully sent", n)

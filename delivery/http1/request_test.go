@@ -35,10 +35,10 @@ func TestRoundTripRejectsUnsupportedRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{})
 			r := call(t, tr, tt.req())
-			if r.rtErr == nil {
-				t.Errorf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
-			} else if strings.Contains(r.rtErr.Error(), "PANIC") {
-				t.Error(r.rtErr)
+			if r.RTErr == nil {
+				t.Errorf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
+			} else if strings.Contains(r.RTErr.Error(), "PANIC") {
+				t.Error(r.RTErr)
 			}
 			if n := dials.Load(); n != 0 {
 				t.Errorf("dialed %d times, want none", n)
@@ -246,8 +246,8 @@ func TestRoundTripRejectsInvalidRequestHead(t *testing.T) {
 			accepted := srv.accepted.Load()
 			req := newRequest(t, newCtx(t), "POST", srv.url+"/", strings.NewReader("body"), 4)
 			tt.modify(req)
-			if r := call(t, tr, req); r.rtErr == nil {
-				t.Errorf("RoundTrip succeeded (status %d), want an error", r.resp.StatusCode)
+			if r := call(t, tr, req); r.RTErr == nil {
+				t.Errorf("RoundTrip succeeded (status %d), want an error", r.Resp.StatusCode)
 			}
 			// Whatever the transport dialed must be closed (now or by
 			// CloseIdleConnections) without a byte written.
@@ -350,7 +350,7 @@ func TestRoundTripTrailersReachHandler(t *testing.T) {
 	}()
 	req := newRequest(t, newCtx(t), "POST", srv.URL, pr, -1)
 	req.Trailer = http.Header{"X-Digest": {"d1"}}
-	if r := mustCall(t, tr, req); r.body != "streamed|d1" {
-		t.Errorf("the handler saw %q, want %q", r.body, "streamed|d1")
+	if r := mustCall(t, tr, req); r.Body != "streamed|d1" {
+		t.Errorf("the handler saw %q, want %q", r.Body, "streamed|d1")
 	}
 }

@@ -22,17 +22,17 @@ func TestRoundTripResponse(t *testing.T) {
 	})
 	tr, _ := newTransport(t, &http1.Transport{})
 	r := get(t, tr, srv.URL)
-	if r.resp.StatusCode != http.StatusCreated {
-		t.Errorf("status %d, want 201", r.resp.StatusCode)
+	if r.Resp.StatusCode != http.StatusCreated {
+		t.Errorf("status %d, want 201", r.Resp.StatusCode)
 	}
-	if got := r.resp.Header["X-Multi"]; !slices.Equal(got, []string{"b", "a"}) {
+	if got := r.Resp.Header["X-Multi"]; !slices.Equal(got, []string{"b", "a"}) {
 		t.Errorf("X-Multi %q, want [b a]", got)
 	}
-	if got := r.resp.Header.Get("Ce-Type"); got != "t" {
+	if got := r.Resp.Header.Get("Ce-Type"); got != "t" {
 		t.Errorf("Ce-Type %q, want t", got)
 	}
-	if r.body != "created" {
-		t.Errorf("body %q, want created", r.body)
+	if r.Body != "created" {
+		t.Errorf("body %q, want created", r.Body)
 	}
 }
 
@@ -49,14 +49,14 @@ func TestRoundTripResponseTrailers(t *testing.T) {
 	tr, dials := newTransport(t, &http1.Transport{})
 	for range 2 {
 		r := get(t, tr, srv.URL)
-		if r.body != "body" {
-			t.Errorf("body %q, want body", r.body)
+		if r.Body != "body" {
+			t.Errorf("body %q, want body", r.Body)
 		}
-		if got := r.resp.Trailer.Get("X-Declared"); got != "d" {
-			t.Errorf("trailer X-Declared %q, want d (trailer %v)", got, r.resp.Trailer)
+		if got := r.Resp.Trailer.Get("X-Declared"); got != "d" {
+			t.Errorf("trailer X-Declared %q, want d (trailer %v)", got, r.Resp.Trailer)
 		}
-		if got := r.resp.Trailer.Get("X-Undeclared"); got != "u" {
-			t.Errorf("trailer X-Undeclared %q, want u (trailer %v)", got, r.resp.Trailer)
+		if got := r.Resp.Trailer.Get("X-Undeclared"); got != "u" {
+			t.Errorf("trailer X-Undeclared %q, want u (trailer %v)", got, r.Resp.Trailer)
 		}
 	}
 	if n := dials.Load(); n != 1 {
@@ -94,11 +94,11 @@ func TestRoundTripNoBodyAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{})
 			r := mustCall(t, tr, newRequest(t, newCtx(t), tt.method, srv.URL+tt.path, nil, 0))
-			if r.resp.StatusCode != tt.wantStatus || r.body != "" {
-				t.Errorf("got %d with body %q, want %d with none", r.resp.StatusCode, r.body, tt.wantStatus)
+			if r.Resp.StatusCode != tt.wantStatus || r.Body != "" {
+				t.Errorf("got %d with body %q, want %d with none", r.Resp.StatusCode, r.Body, tt.wantStatus)
 			}
-			if next := get(t, tr, srv.URL+"/next"); next.body != "next" {
-				t.Errorf("the next call read %q, want next", next.body)
+			if next := get(t, tr, srv.URL+"/next"); next.Body != "next" {
+				t.Errorf("the next call read %q, want next", next.Body)
 			}
 			if n := dials.Load(); n != 1 {
 				t.Errorf("dialed %d times, want 1 (the connection reused)", n)
@@ -133,8 +133,8 @@ func TestRoundTripInterimAnswers(t *testing.T) {
 			tr, dials := newTransport(t, &http1.Transport{})
 			for range 2 {
 				r := get(t, tr, tt.url)
-				if r.resp.StatusCode != tt.wantStatus || r.body != "final" {
-					t.Errorf("got %d %q, want %d %q", r.resp.StatusCode, r.body, tt.wantStatus, "final")
+				if r.Resp.StatusCode != tt.wantStatus || r.Body != "final" {
+					t.Errorf("got %d %q, want %d %q", r.Resp.StatusCode, r.Body, tt.wantStatus, "final")
 				}
 			}
 			if n := dials.Load(); n != 1 {
@@ -160,16 +160,16 @@ func TestRoundTripSwitchingProtocols(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.resp, r.rtErr = tr.RoundTrip(req)
+		r.Resp, r.RTErr = tr.RoundTrip(req)
 		done <- r
 	}()
 	r := receive(t, done, "RoundTrip to return the 101")
-	if r.rtErr != nil {
-		t.Fatal(r.rtErr)
+	if r.RTErr != nil {
+		t.Fatal(r.RTErr)
 	}
-	r.resp.Body.Close()
-	if r.resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Errorf("status %d, want 101", r.resp.StatusCode)
+	r.Resp.Body.Close()
+	if r.Resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Errorf("status %d, want 101", r.Resp.StatusCode)
 	}
 }
 
@@ -185,8 +185,8 @@ func TestRoundTripBodyUntilClose(t *testing.T) {
 	})
 	tr, dials := newTransport(t, &http1.Transport{})
 	for range 2 {
-		if r := get(t, tr, srv.url); r.body != "all of it, until the end" {
-			t.Errorf("body %q", r.body)
+		if r := get(t, tr, srv.url); r.Body != "all of it, until the end" {
+			t.Errorf("body %q", r.Body)
 		}
 		if n := tr.IdleConns(); n != 0 {
 			t.Errorf("%d idle connections, want 0", n)

@@ -1,0 +1,178 @@
+// Package calltest holds what the tests of delivery's transports
+// (delivery/http1, delivery/h2c) share: requests built exactly as given,
+// calls run under a watchdog so that a transport that blocks fails its test
+// instead of hanging it, and a few small servers' handlers and bodies.
+package calltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// WaitLimit bounds every wait of a test: a call's context, a receive.
+const WaitLimit = 10 * time.Second
+
+// NewCtx returns a context that ends after WaitLimit or with the test.
+func NewCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// NewRequest builds a request with exactly the given body and
+// ContentLength (no inference from the body's type).
+func NewRequest(t testing.TB, ctx context.Context, method, url string, body io.Reader, contentLength int64) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		rc, ok := body.(io.ReadCloser)
+		if !ok {
+			rc = io.NopCloser(body)
+		}
+		req.Body = rc
+	}
+	req.ContentLength = contentLength
+	return req
+}
+
+// Result is a call's answer with its body read to the end and closed.
+type Result struct {
+	Resp    *http.Response
+	Body    string
+	RTErr   error // from RoundTrip
+	ReadErr error // from reading the body
+}
+
+// Err is the call's error, from RoundTrip or from reading the body.
+func (r Result) Err() error { return errors.Join(r.RTErr, r.ReadErr) }
+
+// ErrWatchdog is the error of a call that did not end in time.
+var ErrWatchdog = errors.New("the call did not end within its watchdog")
+
+// Do runs req through tr and reads the answer's body to its end, on a
+// goroutine watched for 5 s longer than the request's context has left
+// (WaitLimit if it has no deadline), so that a transport that blocks yields
+// ErrWatchdog instead of hanging the test. A panic in the transport is a
+// result error that names it. Safe on any goroutine.
+func Do(tr http.RoundTripper, req *http.Request) Result {
+	done := make(chan Result, 1)
+	go func() {
+		var r Result
+		defer func() {
+			if p := recover(); p != nil {
+				r.RTErr = fmt.Errorf("PANIC in the transport: %v", p)
+			}
+			done <- r
+		}()
+		r.Resp, r.RTErr = tr.RoundTrip(req)
+		if r.RTErr != nil {
+			return
+		}
+		var b []byte
+		b, r.ReadErr = io.ReadAll(r.Resp.Body)
+		r.Body = string(b)
+		r.Resp.Body.Close()
+	}()
+	limit := WaitLimit
+	if d, ok := req.Context().Deadline(); ok {
+		limit = max(time.Until(d), 0) // a deadline passed long ago still gets 5 s
+	}
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit + 5*time.Second):
+		return Result{RTErr: fmt.Errorf("%s %s: %w", req.Method, req.URL, ErrWatchdog)}
+	}
+}
+
+// Call is Do on the test's goroutine: a call that hangs fails the test.
+func Call(t testing.TB, tr http.RoundTripper, req *http.Request) Result {
+	t.Helper()
+	r := Do(tr, req)
+	if errors.Is(r.RTErr, ErrWatchdog) {
+		t.Fatal(r.RTErr)
+	}
+	return r
+}
+
+// MustCall is Call for calls that must succeed.
+func MustCall(t testing.TB, tr http.RoundTripper, req *http.Request) Result {
+	t.Helper()
+	r := Call(t, tr, req)
+	if err := r.Err(); err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	return r
+}
+
+// Get is MustCall for a GET of url.
+func Get(t testing.TB, tr http.RoundTripper, url string) Result {
+	t.Helper()
+	return MustCall(t, tr, NewRequest(t, NewCtx(t), http.MethodGet, url, nil, 0))
+}
+
+// Go runs req through tr on a new goroutine; its result arrives on the
+// channel returned.
+func Go(tr http.RoundTripper, req *http.Request) <-chan Result {
+	res := make(chan Result, 1)
+	go func() { res <- Do(tr, req) }()
+	return res
+}
+
+// Receive returns the next value of ch, failing the test if none comes
+// within WaitLimit.
+func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(WaitLimit):
+		t.Fatalf("timed out after %s waiting for %s", WaitLimit, what)
+		panic("unreachable")
+	}
+}
+
+// Echo answers with the request's body.
+func Echo(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+// CloseTracker is a request body that records that it was closed.
+type CloseTracker struct {
+	io.Reader
+	Closed atomic.Bool
+}
+
+// Close records the close.
+func (c *CloseTracker) Close() error {
+	c.Closed.Store(true)
+	return nil
+}
+
+// Pattern returns n bytes that differ from one offset to the next over a
+// long period, so that a byte lost, doubled or moved shows.
+func Pattern(n int) []byte {
+	b := make([]byte, n)
+	var x uint32 = 2463534242
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
