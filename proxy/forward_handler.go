@@ -155,9 +155,8 @@ const preReadMax = 16 << 10
 // net/http's transport to an https destination (see preReadMax). The bytes
 // then belong to the call until it ends, as the transport keeps the
 // request. Plain-http destinations need none of it: delivery's HTTP/1.1
-// transport reads such a body ahead itself and lets it go once written;
-// over h2c, where the held calls are counted in tens of thousands, bodies
-// stream.
+// and h2c transports read such a body ahead themselves (h2c keeps it, so
+// that a stream the destination refuses can go out again).
 func (f *forwarder) preread(out *http.Request, c *call) error {
 	if c.body == nil || out.ContentLength <= 0 || out.ContentLength > preReadMax || out.URL.Scheme == "http" {
 		return nil

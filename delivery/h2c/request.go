@@ -126,8 +126,10 @@ func validMethod(m string) bool {
 }
 
 // encodeHeaders emits the request's header list: pseudo-headers first,
-// names in lower case, connection-specific fields left out (RFC 9113
-// 8.2.2), content-length from the request's length.
+// connection-specific fields left out (RFC 9113 8.2.2), content-length
+// from the request's length. Names come as the request has them: the
+// encoder lower-cases them (writeHeaderBlock), the size count needs only
+// their length, so counting allocates nothing.
 func (o *outgoing) encodeHeaders(emit func(name, value string)) {
 	emit(":method", o.method)
 	emit(":scheme", "http")
@@ -137,12 +139,12 @@ func (o *outgoing) encodeHeaders(emit func(name, value string)) {
 		if skipHeader(k) {
 			continue
 		}
-		name := lowerName(k)
+		ua := len(k) == len("User-Agent") && strings.EqualFold(k, "User-Agent")
 		for _, v := range vv {
-			if v == "" && name == "user-agent" {
+			if v == "" && ua {
 				continue
 			}
-			emit(name, strings.Trim(v, " \t"))
+			emit(k, strings.Trim(v, " \t"))
 		}
 	}
 	if o.trailers {
@@ -335,7 +337,7 @@ func (s *stream) sendTrailers(o *outgoing) error {
 		return c.writeHeaderBlock(s.id, true, maxFrame, func(emit func(name, value string)) {
 			for k, vv := range o.req.Trailer {
 				for _, v := range vv {
-					emit(lowerName(k), strings.Trim(v, " \t"))
+					emit(k, strings.Trim(v, " \t"))
 				}
 			}
 		})

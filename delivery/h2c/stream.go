@@ -184,13 +184,13 @@ func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
 	return !sentEnd, nil
 }
 
-// writeHeaderBlock encodes a header block with encode and writes it as
-// HEADERS and CONTINUATION frames of at most maxFrame bytes. The caller
-// holds wmu.
+// writeHeaderBlock encodes a header block with encode (names lower-cased
+// here, as HTTP/2 requires) and writes it as HEADERS and CONTINUATION
+// frames of at most maxFrame bytes. The caller holds wmu.
 func (c *conn) writeHeaderBlock(id uint32, endStream bool, maxFrame int, encode func(emit func(name, value string))) error {
 	c.hbuf.Reset()
 	encode(func(name, value string) {
-		_ = c.henc.WriteField(hpackField(name, value))
+		_ = c.henc.WriteField(hpackField(lowerName(name), value))
 	})
 	block := c.hbuf.Bytes()
 	first := true
