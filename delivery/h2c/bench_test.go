@@ -1,7 +1,6 @@
 package h2c_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"knative.dev/event-forwarding-proxy/delivery/h2c"
+	"knative.dev/event-forwarding-proxy/delivery/internal/calltest"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -53,45 +53,7 @@ func benchmarkRoundTrip(b *testing.B, rt http.RoundTripper, perCore int) {
 		io.WriteString(w, `{"accepted":true}`)
 	}, nil)
 	defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	payload := bytes.Repeat([]byte("p"), 200)
-	post := func() error {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.url, bytes.NewReader(payload))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return err
-	}
-	if err := post(); err != nil { // the connection up before timing
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	if perCore == 0 {
-		for b.Loop() {
-			if err := post(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return
-	}
-	b.SetParallelism(perCore)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := post(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	calltest.BenchPost(b, rt, srv.url, perCore)
 }
 
 // BenchmarkHeld: the memory (live heap and goroutine stacks, the callers'

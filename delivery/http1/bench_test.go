@@ -1,7 +1,6 @@
 package http1_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,11 +10,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"knative.dev/event-forwarding-proxy/delivery/http1"
+	"knative.dev/event-forwarding-proxy/delivery/internal/calltest"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -121,51 +119,5 @@ func benchmarkSmallPost(b *testing.B, rt http.RoundTripper, perCore int) {
 	}))
 	defer srv.Close()
 	defer rt.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	payload := bytes.Repeat([]byte("p"), 200)
-	post := func() error {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(payload))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return err
-	}
-	b.ReportAllocs()
-	cpu0 := processCPU(b)
-	if perCore == 0 {
-		for b.Loop() {
-			if err := post(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	} else {
-		b.SetParallelism(perCore)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := post(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	b.ReportMetric((processCPU(b)-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	calltest.BenchPost(b, rt, srv.URL, perCore)
 }

@@ -5,12 +5,14 @@
 package calltest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -175,4 +177,61 @@ func Pattern(n int) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// BenchPost times small JSON POSTs to url through rt, after one untimed
+// call that opens the connection: one at a time when perCore is 0, else
+// perCore goroutines per core. It reports allocations and the process's
+// CPU time per call (client and an in-process server together).
+func BenchPost(b *testing.B, rt http.RoundTripper, url string, perCore int) {
+	payload := bytes.Repeat([]byte("p"), 200)
+	post := func() error {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(payload))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return err
+	}
+	if err := post(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	if perCore == 0 {
+		for b.Loop() {
+			if err := post(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.SetParallelism(perCore)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := post(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.ReportMetric((processCPU(b)-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
