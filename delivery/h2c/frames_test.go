@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"knative.dev/event-forwarding-proxy/delivery/internal/calltest"
 )
 
 // frameServer is a loopback HTTP/2 server whose every connection is handled
@@ -68,40 +69,12 @@ func newFrameServer(t testing.TB, settings []http2.Setting, handle func(fc *fram
 func newFrameServerOn(t testing.TB, ln net.Listener, settings []http2.Setting, handle func(fc *frameConn)) *frameServer {
 	t.Helper()
 	s := &frameServer{url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			index := s.accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				fc, err := s.handshake(c, index, settings)
-				if err != nil {
-					return
-				}
-				handle(fc)
-			})
+	calltest.ServeConns(t, ln, &s.accepted, func() { close(s.done) }, func(c net.Conn, index int64) {
+		fc, err := s.handshake(c, index, settings)
+		if err != nil {
+			return
 		}
-	})
-	t.Cleanup(func() {
-		close(s.done)
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+		handle(fc)
 	})
 	return s
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"knative.dev/event-forwarding-proxy/delivery/h2c"
+	"knative.dev/event-forwarding-proxy/delivery/internal/calltest"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -380,31 +380,6 @@ func newRawListener(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	calltest.ServeConns(t, ln, nil, nil, func(c net.Conn, _ int64) { io.Copy(io.Discard, c) })
 	return "http://" + ln.Addr().String()
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -80,37 +79,10 @@ func newRawServer(t *testing.T, handle func(s *rawServer, c net.Conn)) *rawServe
 		t.Fatal(err)
 	}
 	s := &rawServer{addr: ln.Addr().String(), url: "http://" + ln.Addr().String(), done: make(chan struct{})}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer s.finished.Add(1)
-				defer c.Close()
-				handle(s, c)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		close(s.done)
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	calltest.ServeConns(t, ln, &s.accepted, func() { close(s.done) }, func(c net.Conn, _ int64) {
+		defer s.finished.Add(1)
+		defer c.Close() // closed before finished counts it
+		handle(s, c)
 	})
 	return s
 }

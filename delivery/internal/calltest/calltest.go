@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -234,4 +236,50 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ServeConns accepts connections on ln until the test ends and runs handle
+// on each, on a goroutine of its own, with the connection's number (1 for
+// the first), counted in accepted too when it is not nil; the connection is
+// closed when handle returns. When the test ends, stop runs (if not nil),
+// then the listener and every connection are closed, and ServeConns waits
+// for the handlers to return.
+func ServeConns(t testing.TB, ln net.Listener, accepted *atomic.Int64, stop func(), handle func(c net.Conn, index int64)) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+		n     atomic.Int64
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			index := n.Add(1)
+			if accepted != nil {
+				accepted.Add(1)
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				handle(c, index)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		if stop != nil {
+			stop()
+		}
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 }
