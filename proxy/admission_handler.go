@@ -13,24 +13,35 @@ import (
 // event. The slot is released when the call ends, or by the async worker
 // that takes it over.
 func NewAdmissionHandler(l *Limiter, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := callFrom(r.Context())
-		t, err := l.Acquire(c.tenant, c.destKey)
-		if !c.start.IsZero() {
-			c.metrics.admitted(time.Since(c.start).Seconds())
-		}
-		if err != nil {
-			writeError(w, admissionReason(err), err.Error())
-			return
-		}
-		c.hold(t)
-		defer func() {
-			if !c.detached {
-				c.release()
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+	return &admissionHandler{l: l, next: next}
+}
+
+type admissionHandler struct {
+	l    *Limiter
+	next http.Handler
+}
+
+func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := callFrom(r.Context())
+	if !h.admit(w, c) {
+		return
+	}
+	defer c.releaseUnlessDetached()
+	h.next.ServeHTTP(w, r)
+}
+
+// admit takes c's slot, or refuses c.
+func (h *admissionHandler) admit(w http.ResponseWriter, c *call) bool {
+	t, err := h.l.Acquire(c.tenant, c.destKey)
+	if !c.start.IsZero() {
+		c.metrics.admitted(time.Since(c.start).Seconds())
+	}
+	if err != nil {
+		writeError(w, admissionReason(err), err.Error())
+		return false
+	}
+	c.hold(t)
+	return true
 }
 
 func admissionReason(err error) Reason {

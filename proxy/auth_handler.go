@@ -26,30 +26,44 @@ type AuthParams struct {
 // The caller's own Authorization header is never looked at: it is the
 // caller's token for the destination and passes through.
 func NewAuthHandler(p AuthParams, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := callFrom(r.Context())
-		token, ok := bearerToken(r.Header.Values(delivery.HeaderForwardAuthorization))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="event-forwarding-proxy"`)
-			writeError(w, ReasonUnauthenticated, "a bearer token for the proxy is required in "+delivery.HeaderForwardAuthorization)
-			return
-		}
-		id, err := p.Authenticator.Authenticate(r.Context(), token)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="event-forwarding-proxy", error="invalid_token"`)
-			writeError(w, ReasonUnauthenticated, err.Error())
-			return
-		}
-		c.caller = id
-		if slices.Contains(p.TrustedNamespaces, id.Namespace) {
-			c.tenant = tenantOf(r.Header, id.Namespace)
-		} else {
-			c.tenant = id.Namespace
-			c.onlyNamespace = id.Namespace
-		}
-		c.authenticated = true
-		next.ServeHTTP(w, r)
-	})
+	return &authHandler{p: p, next: next}
+}
+
+type authHandler struct {
+	p    AuthParams
+	next http.Handler
+}
+
+func (h *authHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.authenticate(w, r) {
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// authenticate fixes r's caller and tenant from its token, or refuses r.
+func (h *authHandler) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	c := callFrom(r.Context())
+	token, ok := bearerToken(r.Header.Values(delivery.HeaderForwardAuthorization))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="event-forwarding-proxy"`)
+		writeError(w, ReasonUnauthenticated, "a bearer token for the proxy is required in "+delivery.HeaderForwardAuthorization)
+		return false
+	}
+	id, err := h.p.Authenticator.Authenticate(r.Context(), token)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="event-forwarding-proxy", error="invalid_token"`)
+		writeError(w, ReasonUnauthenticated, err.Error())
+		return false
+	}
+	c.caller = id
+	if slices.Contains(h.p.TrustedNamespaces, id.Namespace) {
+		c.tenant = tenantOf(r.Header, id.Namespace)
+	} else {
+		c.tenant = id.Namespace
+		c.onlyNamespace = id.Namespace
+	}
+	c.authenticated = true
+	return true
 }
 
 // bearerToken reads the one "Bearer <token>" value of a header.

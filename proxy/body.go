@@ -19,18 +19,27 @@ var (
 // guardedBody is a request body read on the caller's behalf: it fails once
 // more than max bytes came, so that a destination never sees a complete
 // oversized request, and when no byte comes for idle, so that a caller that
-// stops sending cannot hold a slot. The idle deadline is a read deadline on
-// the caller's connection (or HTTP/2 stream), cleared once the body ends so
-// that it never cuts the wait for the destination's answer.
+// stops sending cannot hold a slot.
+//
+// The idle guard is a timer, armed while a Read waits: only when it fires
+// does it cut the read, with a read deadline in the past on the caller's
+// connection (or HTTP/2 stream). A body that keeps coming never touches
+// the connection's deadline: over HTTP/2 that is a round trip through the
+// connection's serving goroutine, and the deepest point of a call's stack,
+// which would double the goroutine's stack for good (docs/benchmarks.md).
 //
 // The transport reads it on a goroutine of its own that can outlive the
 // handler; once the handler has closed it, it no longer touches the
 // caller's connection, which belongs to the next request by then.
 type guardedBody struct {
-	rc       io.ReadCloser
-	mu       sync.Mutex // guards ctl, closed and reading
-	closed   bool
-	reading  bool // a Read is under way
+	rc      io.ReadCloser
+	mu      sync.Mutex // guards ctl, closed, reading and cut
+	closed  bool
+	reading bool // a Read is under way
+	// cut: the idle timer fired during a Read and set a read deadline in
+	// the past.
+	cut      bool
+	timer    *time.Timer // the idle guard; nil until the first Read
 	ctl      *http.ResponseController
 	max, n   int64
 	idle     time.Duration
@@ -55,16 +64,14 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	if rem := b.max - b.n + 1; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	if !b.control(func() {
-		b.reading = true
-		_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
-	}) {
+	if !b.control(b.arm) {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	n, err := b.rc.Read(p)
 	b.mu.Lock()
 	b.reading = false
-	closed := b.closed
+	b.timer.Stop()
+	closed, cut := b.closed, b.cut
 	b.mu.Unlock()
 	if closed {
 		// Closed while this read waited: the call is over, and what cut the
@@ -73,7 +80,9 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	}
 	b.n += int64(n)
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case cut || errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline is in the past: whatever this read brought, the
+		// body stalled, and the connection stays cut.
 		b.stalled.Store(true)
 		return n, errBodyStalled
 	case b.n > b.max:
@@ -81,10 +90,30 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 		b.control(b.refuse)
 		return 0, errBodyTooLarge
 	case err != nil:
-		b.control(func() { _ = b.ctl.SetReadDeadline(time.Time{}) })
 		b.malformed.Store(isMalformedBody(err))
 	}
 	return n, err
+}
+
+// arm starts the idle guard of a Read; b.mu is held.
+func (b *guardedBody) arm() {
+	b.reading = true
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.idle, b.expire)
+		return
+	}
+	b.timer.Reset(b.idle)
+}
+
+// expire cuts the Read that waited idle for a byte.
+func (b *guardedBody) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || !b.reading {
+		return // the read ended as the timer fired
+	}
+	b.cut = true
+	b.abandon()
 }
 
 // control runs f on the caller's connection unless the body is closed; it
@@ -130,13 +159,14 @@ func (b *guardedBody) Close() error {
 		return nil
 	}
 	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 	switch {
 	case b.stalled.Load() || b.reading:
 		b.abandon()
 	case b.tooLarge.Load():
 		b.refuse()
-	default:
-		_ = b.ctl.SetReadDeadline(time.Time{})
 	}
 	b.mu.Unlock()
 	// Outside the lock: closing waits for a read under way, which takes

@@ -44,6 +44,14 @@ func (c *call) release() {
 	c.metrics.held(c.namespace, c.tenant, -1)
 }
 
+// releaseUnlessDetached releases c's slot when the handler that admitted it
+// returns, unless the async worker took it over.
+func (c *call) releaseUnlessDetached() {
+	if !c.detached {
+		c.release()
+	}
+}
+
 type callKey struct{}
 
 func withCall(ctx context.Context, c *call) context.Context {

@@ -56,19 +56,32 @@ func NewDestinationHandler(p DestinationParams, next http.Handler) http.Handler 
 	if p.MaxBackoffDelay <= 0 {
 		p.MaxBackoffDelay = time.Minute
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := callFrom(r.Context())
-		if c == nil {
-			c = &call{}
-			r = r.WithContext(withCall(r.Context(), c))
-		}
-		reason, err := p.fill(c, r)
-		if err != nil {
-			writeError(w, reason, err.Error())
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return &destinationHandler{p: p, next: next}
+}
+
+type destinationHandler struct {
+	p    DestinationParams
+	next http.Handler
+}
+
+func (h *destinationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r, ok := h.read(w, r); ok {
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// read fills r's call, or refuses r.
+func (h *destinationHandler) read(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	c := callFrom(r.Context())
+	if c == nil {
+		c = &call{}
+		r = r.WithContext(withCall(r.Context(), c))
+	}
+	if reason, err := h.p.fill(c, r); err != nil {
+		writeError(w, reason, err.Error())
+		return r, false
+	}
+	return r, true
 }
 
 // fill completes c from r, or says why r is refused.

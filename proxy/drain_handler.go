@@ -34,24 +34,36 @@ func (d *Drainer) Draining() bool { return d.draining.Load() }
 // GET /healthz (liveness), GET /readyz and Kubernetes' kubelet and
 // Knative's network probes (readiness).
 func NewProbeHandler(d *Drainer, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, forwarding := r.Header[delivery.HeaderForwardTo]; !forwarding && isProbe(r) {
-			if c := callFrom(r.Context()); c != nil {
-				c.probe = true
-			}
-			if r.URL.Path != HealthPath && d.Draining() {
-				http.Error(w, "draining", http.StatusServiceUnavailable)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		if d.Draining() {
-			writeError(w, ReasonDraining, "the proxy is shutting down; retry on another instance")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return &probeHandler{d: d, next: next}
+}
+
+type probeHandler struct {
+	d    *Drainer
+	next http.Handler
+}
+
+func (h *probeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, forwarding := r.Header[delivery.HeaderForwardTo]; !forwarding && isProbe(r) {
+		h.probe(w, r)
+		return
+	}
+	if h.d.Draining() {
+		writeError(w, ReasonDraining, "the proxy is shutting down; retry on another instance")
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// probe answers a liveness or readiness probe.
+func (h *probeHandler) probe(w http.ResponseWriter, r *http.Request) {
+	if c := callFrom(r.Context()); c != nil {
+		c.probe = true
+	}
+	if r.URL.Path != HealthPath && h.d.Draining() {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // isProbe reports whether r is a liveness or readiness probe.

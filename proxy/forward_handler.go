@@ -108,40 +108,66 @@ type forwarder struct {
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := callFrom(r.Context())
-	// One context carries the call's deadline; the drain deadline
-	// (f.p.Stop) and the caller leaving cancel it too.
-	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
-	defer cancel()
-	if f.p.Stop != nil {
-		defer context.AfterFunc(f.p.Stop, cancel)()
+	x := f.begin(w, r)
+	defer f.end(x)
+	var resp *http.Response
+	var err error
+	if x.h2c {
+		resp, err = f.h2.RoundTrip(x.out)
+	} else if err = f.preread(x.out, x.c); err == nil {
+		resp, err = f.h1.RoundTrip(x.out)
 	}
-	out := r.WithContext(ctx)
-	h2c := f.p.useH2C(ctx, r.ProtoMajor == 2, c)
-	f.outbound(out, c, w)
-	if c.body != nil {
-		// The transport may still read the body once the handler has
-		// returned; closed, it reads nothing more of the caller.
-		defer c.body.Close()
-	}
-	rt := f.h2
-	if !h2c {
-		rt = f.h1
-		if err := f.preread(out, c); err != nil {
-			defer releaseStalledCaller(ctx, w)()
-			f.fail(w, out, err)
-			return
-		}
-	}
-	resp, err := rt.RoundTrip(out)
 	// From here on the caller is written to: a caller that stopped
 	// reading must not hold the call once it is over.
-	defer releaseStalledCaller(ctx, w)()
+	x.stalled = releaseStalledCaller(x.out.Context(), w)
 	if err != nil {
-		f.fail(w, out, err)
+		f.fail(w, x.out, err)
 		return
 	}
-	f.answer(w, out, resp)
+	f.answer(w, x.out, resp)
+}
+
+// forwarding is one synchronous call in the forwarder: what its end
+// undoes. It lives on the heap rather than in ServeHTTP's frame, which is
+// on the way to the call's deepest point (docs/benchmarks.md).
+type forwarding struct {
+	out     *http.Request // the request to the destination
+	c       *call
+	h2c     bool
+	cancel  context.CancelFunc // ends the call's context
+	stop    func() bool        // unregisters the drain deadline's cancel; nil without one
+	stalled func()             // clears the stalled-caller guard; nil before the answer
+}
+
+// begin sets up the call's context, whose deadline is the call's and which
+// the drain deadline (f.p.Stop) and the caller leaving cancel too, and the
+// request to the destination.
+func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
+	c := callFrom(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
+	x := &forwarding{c: c, cancel: cancel}
+	if f.p.Stop != nil {
+		x.stop = context.AfterFunc(f.p.Stop, cancel)
+	}
+	x.out = r.WithContext(ctx)
+	x.h2c = f.p.useH2C(ctx, r.ProtoMajor == 2, c)
+	f.outbound(x.out, c, w)
+	return x
+}
+
+// end undoes begin once the handler returns. The transport may still read
+// the body then; closed, it reads nothing more of the caller.
+func (f *forwarder) end(x *forwarding) {
+	if x.stalled != nil {
+		x.stalled()
+	}
+	if x.c.body != nil {
+		_ = x.c.body.Close()
+	}
+	if x.stop != nil {
+		x.stop()
+	}
+	x.cancel()
 }
 
 // preReadMax is the largest declared body read before an HTTP/1.1 call

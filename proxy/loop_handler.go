@@ -9,11 +9,18 @@ const DefaultLoopID = "knative-event-forwarding-proxy"
 // passed through this proxy (its identity is in CDN-Loop) with 403
 // loop_detected: not 508, which Knative senders would retry forever.
 func NewLoopHandler(id string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hasLoopMark(r.Header, id) {
-			writeError(w, ReasonLoopDetected, "the request already passed through this proxy")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return &loopHandler{id: id, next: next}
+}
+
+type loopHandler struct {
+	id   string
+	next http.Handler
+}
+
+func (h *loopHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if hasLoopMark(r.Header, h.id) {
+		writeError(w, ReasonLoopDetected, "the request already passed through this proxy")
+		return
+	}
+	h.next.ServeHTTP(w, r)
 }

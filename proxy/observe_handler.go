@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -16,34 +17,66 @@ import (
 // proxy's reason, if the proxy answered itself, and logs each refused or
 // failed call once. tr may be nil (no traces).
 func NewObserveHandler(m *Metrics, tr *tracer, logger *zap.SugaredLogger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		c := &call{metrics: m, start: start}
-		sw := &statusWriter{ResponseWriter: w}
-		ctx := withCall(r.Context(), c)
-		if _, forwarding := r.Header[delivery.HeaderForwardTo]; tr != nil && (forwarding || !isProbe(r)) {
-			sctx, span := tr.start(r.WithContext(ctx))
-			ctx = sctx
-			defer func() { tr.end(span, c, sw.status, sw.reason, outcomeOf(c, sw.status, sw.reason)) }()
+	return &observeHandler{m: m, tr: tr, logger: logger, next: next}
+}
+
+type observeHandler struct {
+	m      *Metrics
+	tr     *tracer
+	logger *zap.SugaredLogger
+	next   http.Handler
+}
+
+// observation is one request as the observe handler sees it. Its frame is
+// the bottom of every call's stack, so the handler keeps no more in it
+// than a pointer to this.
+type observation struct {
+	sw    statusWriter
+	c     *call
+	r     *http.Request // the request passed on, carrying c
+	start time.Time
+	span  trace.Span // nil when the request is not traced
+}
+
+func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o := h.begin(w, r)
+	defer h.end(o)
+	h.next.ServeHTTP(&o.sw, o.r)
+}
+
+func (h *observeHandler) begin(w http.ResponseWriter, r *http.Request) *observation {
+	start := time.Now()
+	o := &observation{sw: statusWriter{ResponseWriter: w}, c: &call{metrics: h.m, start: start}, start: start}
+	ctx := withCall(r.Context(), o.c)
+	if _, forwarding := r.Header[delivery.HeaderForwardTo]; h.tr != nil && (forwarding || !isProbe(r)) {
+		ctx, o.span = h.tr.start(r.WithContext(ctx))
+	}
+	o.r = r.WithContext(ctx)
+	return o
+}
+
+// end records o's outcome, status class, duration and reason (a probe's
+// only in its span), logs a refused or failed call, and ends the span. An
+// answer that broke off mid-stream (the forwarder aborts with
+// http.ErrAbortHandler) counts failed, then goes on aborting.
+func (h *observeHandler) end(o *observation) {
+	p := recover()
+	if !o.c.probe {
+		out := outcomeOf(o.c, o.sw.status, o.sw.reason)
+		if o.sw.reason != "" {
+			logAnswer(h.logger, o.r, o.c, out, &o.sw)
 		}
-		defer func() {
-			if c.probe {
-				return
-			}
-			o := outcomeOf(c, sw.status, sw.reason)
-			if sw.reason != "" {
-				logAnswer(logger, r, c, o, sw)
-			}
-			if p := recover(); p != nil {
-				// The answer broke off mid-stream (ReverseProxy aborts with
-				// http.ErrAbortHandler): count it failed, then let it abort.
-				m.ended(outcomeFailed, sw.status, time.Since(start).Seconds(), sw.reason)
-				panic(p)
-			}
-			m.ended(o, sw.status, time.Since(start).Seconds(), sw.reason)
-		}()
-		next.ServeHTTP(sw, r.WithContext(ctx))
-	})
+		if p != nil {
+			out = outcomeFailed
+		}
+		h.m.ended(out, o.sw.status, time.Since(o.start).Seconds(), o.sw.reason)
+	}
+	if o.span != nil {
+		h.tr.end(o.span, o.c, o.sw.status, o.sw.reason, outcomeOf(o.c, o.sw.status, o.sw.reason))
+	}
+	if p != nil {
+		panic(p)
+	}
 }
 
 // logAnswer writes the one line of a call the proxy refused (info) or

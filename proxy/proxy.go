@@ -182,13 +182,17 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 
 // modeSwitch sends async calls to async and the others to sync.
 func modeSwitch(sync, async http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if callFrom(r.Context()).async {
-			async.ServeHTTP(w, r)
-		} else {
-			sync.ServeHTTP(w, r)
-		}
-	})
+	return &modeHandler{sync: sync, async: async}
+}
+
+type modeHandler struct{ sync, async http.Handler }
+
+func (h *modeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if callFrom(r.Context()).async {
+		h.async.ServeHTTP(w, r)
+		return
+	}
+	h.sync.ServeHTTP(w, r)
 }
 
 // Handler returns the handler chain.

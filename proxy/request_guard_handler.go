@@ -15,19 +15,31 @@ import (
 //     NewFramingListener); the connection is then closed, since where the
 //     next request starts is a matter of opinion.
 func NewRequestGuardHandler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Header.Get(headerFramingError) != "":
-			w.Header().Set("Connection", "close")
-			writeError(w, ReasonBadRequest, "ambiguous request framing: "+r.Header.Get(headerFramingError))
-		case r.Method == http.MethodConnect:
-			writeError(w, ReasonBadRequest, "CONNECT is not supported: the proxy forwards requests and opens no tunnels")
-		case isUpgrade(r.Header):
-			writeError(w, ReasonBadRequest, "protocol upgrades ("+r.Header.Get("Upgrade")+") are not forwarded")
-		default:
-			next.ServeHTTP(w, r)
-		}
-	})
+	return &requestGuardHandler{next: next}
+}
+
+type requestGuardHandler struct{ next http.Handler }
+
+func (h *requestGuardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !refused(w, r) {
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// refused answers r if the proxy does not forward it.
+func refused(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case r.Header.Get(headerFramingError) != "":
+		w.Header().Set("Connection", "close")
+		writeError(w, ReasonBadRequest, "ambiguous request framing: "+r.Header.Get(headerFramingError))
+	case r.Method == http.MethodConnect:
+		writeError(w, ReasonBadRequest, "CONNECT is not supported: the proxy forwards requests and opens no tunnels")
+	case isUpgrade(r.Header):
+		writeError(w, ReasonBadRequest, "protocol upgrades ("+r.Header.Get("Upgrade")+") are not forwarded")
+	default:
+		return false
+	}
+	return true
 }
 
 // isUpgrade reports whether h asks for a protocol upgrade, as

@@ -1,0 +1,136 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/test/bench/sink"
+	"knative.dev/event-forwarding-proxy/test/testproc"
+)
+
+// heldStackMax is the most goroutine stack a held synchronous h2c call may
+// cost the proxy. Its one goroutine, the HTTP/2 server's handler, starts
+// at 2 KiB and doubles whenever the call goes deeper than the stack; the
+// runtime never halves a waiting stack that is more than a quarter used.
+// The call's deepest point (the hpack encoder's table, under the
+// outbound HEADERS) fits in 4 KiB: one frame too many on the way there,
+// and every held call costs 8 KiB of stack for as long as it is held
+// (docs/benchmarks.md, "Shallow stacks").
+const heldStackMax = 6 << 10
+
+// TestHeldH2CCallStackStaysSmall holds calls through the real proxy binary
+// (no race detector, which deepens every frame), built and configured as
+// the bench runs it, and reads the stack memory the Go runtime reports on
+// the metrics port before and while they are held.
+func TestHeldH2CCallStackStaysSmall(t *testing.T) {
+	const n = 1000
+	s, sinkURL := serveSink(t)
+	p := testproc.StartProxy(t, proxyBin, testproc.FreePort(t), testproc.FreePort(t),
+		"GODEBUG="+config.ProxyGODEBUG, "FORWARD_DESTINATION_PROTOCOL=h2c", "FORWARD_LOG_LEVEL=warn")
+	client := h2cClient(t)
+	before := stackInuse(t, p.MetricsURL)
+
+	// Not the test's context, which ends before the clean-up releases the
+	// calls.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, strings.NewReader(`{"specversion":"1.0","id":"`+strconv.Itoa(i)+`"}`))
+			if err != nil {
+				errs <- err
+				return
+			}
+			req.Header.Set(delivery.HeaderForwardTo, sinkURL+sink.PathHold)
+			req.Header.Set("Ce-Id", strconv.Itoa(i))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	}
+	defer func() {
+		s.Release()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("held call: %v", err)
+		}
+	}()
+	testproc.Eventually(t, time.Minute, "the sink holds every call", func() bool { return s.Stats().Held == n })
+	held := stackInuse(t, p.MetricsURL)
+	perCall := (held - before) / n
+	t.Logf("stack per held h2c call: %d bytes (%d before, %d with %d held)", perCall, before, held, n)
+	if perCall > heldStackMax {
+		t.Errorf("a held h2c call costs %d bytes of goroutine stack, more than %d: its goroutine's stack doubled on the way to the call's deepest point", perCall, heldStackMax)
+	}
+}
+
+// serveSink runs a bench sink on a loopback port until the test ends.
+func serveSink(t *testing.T) (*sink.Sink, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sink.New(sink.Params{Hold: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sink.Serve(ctx, ln, s) }()
+	t.Cleanup(func() {
+		s.Release()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sink: %v", err)
+		}
+	})
+	return s, "http://" + ln.Addr().String()
+}
+
+func h2cClient(t *testing.T) *http.Client {
+	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+}
+
+// stackInuse reads go_memstats_stack_inuse_bytes from a metrics page.
+func stackInuse(t *testing.T, metricsURL string) int64 {
+	t.Helper()
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_stack_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("go_memstats_stack_inuse_bytes %q: %v", v, err)
+			}
+			return int64(f)
+		}
+	}
+	t.Fatalf("no go_memstats_stack_inuse_bytes on %s (%v)", metricsURL, sc.Err())
+	return 0
+}
