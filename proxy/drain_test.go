@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,49 @@ func TestShutdownAbortsAsync(t *testing.T) {
 	}
 	if n := dest.Count(); n != 1 {
 		t.Errorf("the destination received %d attempts, want 1 (no retry after abort)", n)
+	}
+}
+
+// TestShutdownDeadlineCutsHeldCalls: calls still held when Shutdown's
+// context ends get 503 draining, whether their server hands them the
+// proxy's BaseContext (Proxy.Server: the shutdown context cuts them
+// directly) or not (NewServer alone: the forwarder hooks each call to it).
+func TestShutdownDeadlineCutsHeldCalls(t *testing.T) {
+	for _, base := range []bool{true, false} {
+		hold := proxytest.NewHold(t)
+		dest := proxytest.NewDestination(t, hold.Reply)
+		// Their own deadline far away: only the shutdown may cut them.
+		cfg := testConfig(t, map[string]string{"FORWARD_MAX_TIMEOUT": "10m"})
+		p := New(cfg, zap.NewNop().Sugar())
+		ts := httptest.NewUnstartedServer(nil)
+		ts.Config = NewServer(cfg, p.Handler(), zap.NewNop().Sugar())
+		if base {
+			ts.Config = p.Server(cfg, zap.NewNop().Sugar())
+		}
+		ts.Start()
+		t.Cleanup(ts.Close)
+		tp := &testProxy{Proxy: p, URL: ts.URL}
+		var calls []<-chan result
+		for _, c := range []*http.Client{h1Client(t), h2cClient(t)} {
+			calls = append(calls, goDo(c, tp.newRequest(t, dest.URL, strings.NewReader("e"))))
+			dest.Next(t)
+		}
+
+		p.Drain()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		err := p.Shutdown(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("base=%v: Shutdown = %v, want the deadline's error", base, err)
+		}
+		for _, ch := range calls {
+			r := await(t, ch)
+			if r.err != nil {
+				t.Errorf("base=%v: a held call ended with %v, want 503 draining", base, r.err)
+				continue
+			}
+			wantProxyError(t, r.resp, r.body, ReasonDraining)
+		}
+		hold.Release()
 	}
 }

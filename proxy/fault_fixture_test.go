@@ -36,7 +36,7 @@ func newFaultProxy(t testing.TB, env map[string]string, logger *zap.SugaredLogge
 	cfg := testConfig(t, env)
 	p := New(cfg, logger, opts...)
 	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = NewServer(cfg, p.Handler(), logger)
+	ts.Config = p.Server(cfg, logger)
 	ts.Listener = NewFramingListener(ts.Listener, cfg.MaxHeaderBytes)
 	ts.Start()
 	t.Cleanup(func() {

@@ -71,7 +71,7 @@ func newTestProxyLogger(t testing.TB, env map[string]string, logger *zap.Sugared
 	cfg := testConfig(t, env)
 	p := New(cfg, logger, opts...)
 	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = NewServer(cfg, p.Handler(), logger)
+	ts.Config = p.Server(cfg, logger)
 	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()

@@ -36,6 +36,8 @@ type ForwardParams struct {
 	BodyIdleTimeout time.Duration
 	// Stop, when done, cuts every synchronous call still held; its cause
 	// decides the answer (errShuttingDown: 503 draining). If nil, never.
+	// A request whose context carries Stop under stopScope (the proxy's
+	// BaseContext) is cut by Stop directly.
 	Stop context.Context
 	// Tracing makes a client span of every attempt. If nil, none.
 	Tracing trace.TracerProvider
@@ -146,7 +148,7 @@ func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
 	c := callFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
 	x := &forwarding{c: c, cancel: cancel}
-	if f.p.Stop != nil {
+	if f.p.Stop != nil && r.Context().Value(stopScope{}) != f.p.Stop {
 		x.stop = context.AfterFunc(f.p.Stop, cancel)
 	}
 	x.out = r.WithContext(ctx)

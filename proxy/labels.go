@@ -12,36 +12,46 @@ import (
 // collapses into, so that callers cannot grow the series without bound.
 const OtherLabel = "_other"
 
-// labelValues hands out the attribute option of one label, built once per
-// value, for at most max distinct values; later ones share OtherLabel.
+// attrs is one attribute set as the options of Add and Record, built once.
+// A prebuilt slice passed on (add...) costs nothing, where a single option
+// passed to an instrument's method, an interface call, gets a slice
+// allocated for it on every call.
+type attrs struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+func newAttrs(kv ...attribute.KeyValue) *attrs {
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return &attrs{add: []metric.AddOption{o}, record: []metric.RecordOption{o}}
+}
+
+// labelValues hands out the attributes of one label, built once per value,
+// for at most max distinct values; later ones share OtherLabel.
 type labelValues struct {
 	key   string
 	max   int64
 	n     atomic.Int64
-	opts  sync.Map // value -> metric.MeasurementOption
-	other metric.MeasurementOption
+	opts  sync.Map // value -> *attrs
+	other *attrs
 }
 
 func newLabelValues(key string, max int) *labelValues {
-	return &labelValues{
-		key:   key,
-		max:   int64(max),
-		other: metric.WithAttributeSet(attribute.NewSet(attribute.String(key, OtherLabel))),
-	}
+	return &labelValues{key: key, max: int64(max), other: newAttrs(attribute.String(key, OtherLabel))}
 }
 
-// option returns the attribute option for value.
-func (l *labelValues) option(value string) metric.MeasurementOption {
+// option returns the attributes for value.
+func (l *labelValues) option(value string) *attrs {
 	if o, ok := l.opts.Load(value); ok {
-		return o.(metric.MeasurementOption)
+		return o.(*attrs)
 	}
 	if l.n.Add(1) > l.max {
 		l.n.Add(-1)
 		return l.other
 	}
-	o, loaded := l.opts.LoadOrStore(value, metric.WithAttributeSet(attribute.NewSet(attribute.String(l.key, value))))
+	o, loaded := l.opts.LoadOrStore(value, newAttrs(attribute.String(l.key, value)))
 	if loaded {
 		l.n.Add(-1)
 	}
-	return o.(metric.MeasurementOption)
+	return o.(*attrs)
 }

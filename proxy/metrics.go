@@ -72,10 +72,10 @@ type Metrics struct {
 	pending    metric.Int64UpDownCounter
 
 	// Attribute sets, built once: the hot path allocates none.
-	requestAttrs [numOutcomes][7]metric.MeasurementOption // by outcome and status/100 (6: none)
-	outcomeAttrs [numOutcomes]metric.MeasurementOption
-	reasonAttrs  map[Reason]metric.MeasurementOption
-	asyncAttrs   [numAsyncOutcomes]metric.MeasurementOption
+	requestAttrs [numOutcomes][7]*attrs // by outcome and status/100 (6: none)
+	outcomeAttrs [numOutcomes]*attrs
+	reasonAttrs  map[Reason]*attrs
+	asyncAttrs   [numAsyncOutcomes]*attrs
 	namespaces   *labelValues
 	tenantValues *labelValues
 }
@@ -131,20 +131,19 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metri
 		}
 	}
 	for o := range numOutcomes {
-		ms.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcomeNames[o])))
+		ms.outcomeAttrs[o] = newAttrs(attribute.String("outcome", outcomeNames[o]))
 		for class := range 7 {
-			ms.requestAttrs[o][class] = metric.WithAttributeSet(attribute.NewSet(
-				attribute.String("outcome", outcomeNames[o]), attribute.String("code", classNames[class])))
+			ms.requestAttrs[o][class] = newAttrs(attribute.String("outcome", outcomeNames[o]), attribute.String("code", classNames[class]))
 		}
 	}
 	ms.namespaces = newLabelValues("namespace", maxLabelValues)
 	ms.tenantValues = newLabelValues("tenant", maxLabelValues)
-	ms.reasonAttrs = make(map[Reason]metric.MeasurementOption, len(reasonList))
+	ms.reasonAttrs = make(map[Reason]*attrs, len(reasonList))
 	for _, r := range reasonList {
-		ms.reasonAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", string(r))))
+		ms.reasonAttrs[r] = newAttrs(attribute.String("reason", string(r)))
 	}
 	for o := range numAsyncOutcomes {
-		ms.asyncAttrs[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", asyncOutcomeNames[o])))
+		ms.asyncAttrs[o] = newAttrs(attribute.String("outcome", asyncOutcomeNames[o]))
 	}
 	ms.zero()
 	return &ms, nil
@@ -157,18 +156,18 @@ func (m *Metrics) zero() {
 	ctx := context.Background()
 	for o := range numOutcomes {
 		for _, class := range []int{2, 4, 5, 6} {
-			m.requests.Add(ctx, 0, m.requestAttrs[o][class])
+			m.requests.Add(ctx, 0, m.requestAttrs[o][class].add...)
 		}
 	}
-	for _, attrs := range m.reasonAttrs {
-		m.rejected.Add(ctx, 0, attrs)
+	for _, a := range m.reasonAttrs {
+		m.rejected.Add(ctx, 0, a.add...)
 	}
-	for _, attrs := range m.asyncAttrs {
-		m.deliveries.Add(ctx, 0, attrs)
+	for _, a := range m.asyncAttrs {
+		m.deliveries.Add(ctx, 0, a.add...)
 	}
 	m.retries.Add(ctx, 0)
 	m.pending.Add(ctx, 0)
-	m.active.Add(ctx, 0, m.namespaces.option(""))
+	m.active.Add(ctx, 0, m.namespaces.option("").add...)
 }
 
 // held counts a call of tenant to namespace ns as held (delta 1) or no
@@ -177,8 +176,8 @@ func (m *Metrics) held(ns, tenant string, delta int64) {
 	if m == nil {
 		return
 	}
-	m.active.Add(context.Background(), delta, m.namespaces.option(ns))
-	m.tenants.Add(context.Background(), delta, m.tenantValues.option(tenant))
+	m.active.Add(context.Background(), delta, m.namespaces.option(ns).add...)
+	m.tenants.Add(context.Background(), delta, m.tenantValues.option(tenant).add...)
 }
 
 // admitted records how long the admission decision took after arrival.
@@ -202,7 +201,7 @@ func (m *Metrics) asyncRetry() {
 
 func (m *Metrics) asyncEnded(o asyncOutcome) {
 	if m != nil {
-		m.deliveries.Add(context.Background(), 1, m.asyncAttrs[o])
+		m.deliveries.Add(context.Background(), 1, m.asyncAttrs[o].add...)
 	}
 }
 
@@ -213,14 +212,14 @@ func (m *Metrics) ended(o outcome, status int, seconds float64, reason Reason) {
 		return
 	}
 	ctx := context.Background()
-	m.requests.Add(ctx, 1, m.requestAttrs[o][statusClass(status)])
-	m.duration.Record(ctx, seconds, m.outcomeAttrs[o])
+	m.requests.Add(ctx, 1, m.requestAttrs[o][statusClass(status)].add...)
+	m.duration.Record(ctx, seconds, m.outcomeAttrs[o].record...)
 	if reason != "" {
-		attrs, ok := m.reasonAttrs[reason]
+		a, ok := m.reasonAttrs[reason]
 		if !ok {
-			attrs = metric.WithAttributes(attribute.String("reason", string(reason)))
+			a = newAttrs(attribute.String("reason", string(reason)))
 		}
-		m.rejected.Add(ctx, 1, attrs)
+		m.rejected.Add(ctx, 1, a.add...)
 	}
 }
 

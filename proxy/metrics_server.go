@@ -10,11 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 )
 
 // NewPrometheusMeterProvider returns a MeterProvider whose instruments are
 // exported through reg, with the Go runtime and process collectors beside
 // them. Series carry no scope or target labels: the names are the contract.
+// They carry no exemplars either: the proxy records its measurements with
+// no trace in their context, so the SDK's default trace-based filter would
+// never keep one, yet it would run, with the exemplar reservoir, on every
+// measurement of every call.
 func NewPrometheusMeterProvider(reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
 	if err != nil {
@@ -26,7 +31,7 @@ func NewPrometheusMeterProvider(reg *prometheus.Registry) (*sdkmetric.MeterProvi
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, err
 	}
-	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)), nil
+	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter)), nil
 }
 
 // NewMetricsServer serves reg's metrics in Prometheus text on

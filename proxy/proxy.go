@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -22,6 +23,7 @@ type Proxy struct {
 	Drainer *Drainer
 	async   *Async
 	stop    context.CancelCauseFunc // cuts the synchronous calls still held
+	base    context.Context         // the connections' base context (BaseContext)
 	trs     *delivery.Transports    // idle connections closed by Shutdown
 	handler http.Handler
 	logger  *zap.SugaredLogger
@@ -102,6 +104,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	}
 	stopCtx, stop := context.WithCancelCause(context.Background())
 	p.stop = stop
+	p.base = context.WithValue(stopCtx, stopScope{}, stopCtx)
 	fp := ForwardParams{
 		Stop:            stopCtx,
 		Transports:      o.transports,
@@ -197,6 +200,24 @@ func (h *modeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Handler returns the handler chain.
 func (p *Proxy) Handler() http.Handler { return p.handler }
+
+// Server returns the inbound server of the proxy (NewServer) with
+// BaseContext set.
+func (p *Proxy) Server(cfg *config.Proxy, logger *zap.SugaredLogger) *http.Server {
+	s := NewServer(cfg, p.handler, logger)
+	s.BaseContext = p.BaseContext
+	return s
+}
+
+// BaseContext is the base context of the proxy's connections, for
+// http.Server.BaseContext: the shutdown deadline cuts it. A call whose
+// request context comes from it needs no hook of its own to be cut then;
+// one served by another server gets one (context.AfterFunc), which costs
+// each call a registration with the shutdown context and its lock.
+func (p *Proxy) BaseContext(net.Listener) context.Context { return p.base }
+
+// stopScope marks a context under ForwardParams.Stop: its value is Stop.
+type stopScope struct{}
 
 // Drain starts draining: readiness fails and new calls get 503 draining,
 // including one that passed the drain check just before and is not yet

@@ -73,7 +73,7 @@ func run() int {
 		opts = append(opts, proxy.WithAuthenticator(a))
 	}
 	p := proxy.New(cfg, logger, opts...)
-	srv := proxy.NewServer(cfg, p.Handler(), logger)
+	srv := p.Server(cfg, logger)
 	msrv := proxy.NewMetricsServer(cfg.MetricsPort, reg)
 	served := make(chan error, 2)
 	for _, s := range []*http.Server{srv, msrv} {

@@ -113,7 +113,7 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	}
 	logger := zap.NewNop().Sugar()
 	p := proxy.New(cfg, logger)
-	srv := proxy.NewServer(cfg, p.Handler(), logger)
+	srv := p.Server(cfg, logger)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,7 @@ func newSoakProxy(t *testing.T) *soakProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &soakProxy{Proxy: p, url: "http://" + ln.Addr().String(), srv: proxy.NewServer(cfg, p.Handler(), logger),
+	sp := &soakProxy{Proxy: p, url: "http://" + ln.Addr().String(), srv: p.Server(cfg, logger),
 		reg: reg, logs: logs, done: make(chan error, 1)}
 	go func() { sp.done <- sp.srv.Serve(proxy.NewFramingListener(ln, cfg.MaxHeaderBytes)) }()
 	return sp

@@ -57,7 +57,7 @@ func Serve(ctx context.Context) error {
 		return err
 	}
 	p := proxy.New(cfg, zap.NewNop().Sugar(), proxy.WithMeterProvider(mp))
-	srv := proxy.NewServer(cfg, p.Handler(), zap.NewNop().Sugar())
+	srv := p.Server(cfg, zap.NewNop().Sugar())
 	msrv := &http.Server{Addr: ":" + strconv.Itoa(cfg.MetricsPort), Handler: mux(reg), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 2)
 	for _, s := range []*http.Server{srv, msrv} {
