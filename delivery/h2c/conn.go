@@ -45,11 +45,13 @@ type conn struct {
 	rfr *http2.Framer
 
 	// Write side.
-	wmu  sync.Mutex
-	bw   *bufio.Writer
-	wfr  *http2.Framer
-	henc *hpack.Encoder
-	hbuf bytes.Buffer
+	wmu sync.Mutex
+	// writers counts the writers waiting for wmu (lockWrite).
+	writers atomic.Int32
+	bw      *bufio.Writer
+	wfr     *http2.Framer
+	henc    *hpack.Encoder
+	hbuf    bytes.Buffer
 
 	// lastRead is when the last frame came in (UnixNano).
 	lastRead atomic.Int64
@@ -296,7 +298,7 @@ func (c *conn) close(err error) {
 // write runs fn, which writes frames, under the write lock, then flushes
 // them within WriteTimeout. A failed write breaks the connection.
 func (c *conn) write(fn func() error) error {
-	c.wmu.Lock()
+	c.lockWrite()
 	c.armWriteLocked()
 	err := fn()
 	if err == nil {
@@ -315,11 +317,34 @@ func (c *conn) armWriteLocked() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.t.WriteTimeout, 30*time.Second)))
 }
 
+// lockWrite takes the write lock, counted among the writers that wait for
+// it while it waits (see flushLocked).
+func (c *conn) lockWrite() {
+	c.writers.Add(1)
+	c.wmu.Lock()
+	c.writers.Add(-1)
+}
+
+// flushLocked sends the buffered frames to the socket, unless another
+// writer waits for the lock: that one sends them with its own. A burst of
+// calls on one connection then costs a system call per burst rather than
+// per call. Every holder of the lock flushes before it lets go (or the
+// connection breaks), so the last writer of a burst sends it all.
 func (c *conn) flushLocked() error {
-	if c.bw.Buffered() == 0 {
+	if c.bw.Buffered() == 0 || c.writers.Load() > 0 {
 		return nil
 	}
 	return c.bw.Flush()
+}
+
+// unlockWrite lets go of the write lock taken by a writer that wrote
+// nothing, once it has sent what the writers before it left buffered.
+func (c *conn) unlockWrite() {
+	err := c.flushLocked()
+	c.wmu.Unlock()
+	if err != nil {
+		c.close(fmt.Errorf("h2c: writing to %s: %w", c.addr, err))
+	}
 }
 
 // idleCheckLocked arms the idle timer when c carries no stream.

@@ -134,7 +134,7 @@ func (c *conn) start(ctx context.Context, s *stream, o *outgoing) error {
 // the windows let it go at once; stream says the body is left to a
 // writer. Ids go out in order: both happen under the write lock.
 func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
-	c.wmu.Lock()
+	c.lockWrite()
 	c.mu.Lock()
 	if err := c.refusalLocked(o); err != nil {
 		return false, err
@@ -190,13 +190,13 @@ func (c *conn) refusalLocked(o *outgoing) error {
 		err := c.err
 		c.unreserveLocked()
 		c.mu.Unlock()
-		c.wmu.Unlock()
+		c.unlockWrite()
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
 	if o.headerSize > int64(c.maxHeaderList) {
 		c.unreserveLocked()
 		c.mu.Unlock()
-		c.wmu.Unlock()
+		c.unlockWrite()
 		c.t.roomFreed(c.pool)
 		return fmt.Errorf("h2c: the request's %d header bytes are more than %s accepts (%d)", o.headerSize, c.addr, c.maxHeaderList)
 	}
