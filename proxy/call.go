@@ -21,7 +21,10 @@ type call struct {
 
 	body     *guardedBody // the request body, read on the caller's behalf
 	ticket   Ticket       // admission slot
-	detached bool         // the async worker owns the ticket now
+	detached bool         // the async worker, or the forwarder's resumed, owns the ticket now
+
+	held      *observation // an HTTP/2 request, whose chain may suspend (observeHandler.hold)
+	suspended bool         // the forwarder suspended the call: resumed ends it
 
 	authenticated bool     // a verified caller (auth on)
 	caller        Identity // who, when authenticated

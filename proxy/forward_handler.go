@@ -100,17 +100,23 @@ func NewForwardHandler(p ForwardParams, logger *zap.SugaredLogger) http.Handler 
 	p.defaults()
 	f := &forwarder{p: p, logger: logger}
 	f.h1, f.h2 = p.roundTrippers()
+	f.starter, _ = f.h2.(delivery.Starter)
 	return f
 }
 
 type forwarder struct {
-	p      ForwardParams
-	logger *zap.SugaredLogger
-	h1, h2 http.RoundTripper
+	p       ForwardParams
+	logger  *zap.SugaredLogger
+	h1, h2  http.RoundTripper
+	starter delivery.Starter // h2, when it can start a call without waiting for it
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := f.begin(w, r)
+	if x.h2c && x.c.held != nil && f.starter != nil {
+		f.suspend(w, x)
+		return
+	}
 	defer f.end(x)
 	var resp *http.Response
 	var err error
@@ -129,6 +135,30 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.answer(w, x.out, resp)
 }
 
+// suspend starts a held HTTP/2 request's call (observeHandler.hold) and
+// returns: the chain's goroutine ends while the destination holds the
+// call, which then owns no goroutine but the caller's stream's. resumed
+// writes the answer.
+func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
+	x.c.suspended = true
+	x.c.detached = true // resumed gives the admission slot back
+	x.w = w
+	f.starter.Go(x.out, x.resumed)
+}
+
+// resumed answers a suspended call, on the goroutine that got its answer,
+// then ends the request (observation.resumed).
+func (x *forwarding) resumed(resp *http.Response, err error) {
+	defer x.c.held.resumed()
+	defer x.f.end(x)
+	x.stalled = releaseStalledCaller(x.out.Context(), x.w)
+	if err != nil {
+		x.f.fail(x.w, x.out, err)
+		return
+	}
+	x.f.answer(x.w, x.out, resp)
+}
+
 // forwarding is one synchronous call in the forwarder: what its end
 // undoes. It lives on the heap rather than in ServeHTTP's frame, which is
 // on the way to the call's deepest point (docs/benchmarks.md).
@@ -139,6 +169,9 @@ type forwarding struct {
 	cancel  context.CancelFunc // ends the call's context
 	stop    func() bool        // unregisters the drain deadline's cancel; nil without one
 	stalled func()             // clears the stalled-caller guard; nil before the answer
+
+	f *forwarder          // a suspended call's (suspend)
+	w http.ResponseWriter // a suspended call's caller
 }
 
 // begin sets up the call's context, whose deadline is the call's and which
@@ -147,7 +180,7 @@ type forwarding struct {
 func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
 	c := callFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
-	x := &forwarding{c: c, cancel: cancel}
+	x := &forwarding{c: c, cancel: cancel, f: f}
 	if f.p.Stop != nil && r.Context().Value(stopScope{}) != f.p.Stop {
 		x.stop = context.AfterFunc(f.p.Stop, cancel)
 	}

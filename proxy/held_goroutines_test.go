@@ -87,32 +87,40 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	releaseHeld(t, hold, results)
 }
 
-// TestHeldH2CCallsHaveNoStreamGoroutines pins the same for h2c
-// destinations: a held call waits on its handler's goroutine in
-// delivery/h2c, and the only other h2c goroutine is one reader per
+// TestHeldH2CCallsHaveOneGoroutineEach pins what a held synchronous call
+// from an HTTP/2 caller to an h2c destination costs in goroutines: one, the
+// caller's stream's, waiting in observeHandler.hold, where its stack stays
+// at the runtime's smallest. The chain's goroutine has ended (the
+// forwarder suspended the call), delivery/h2c runs only one reader per
 // connection (net/http's HTTP/2 client ran a goroutine per request; the
 // test's own callers use it, so its goroutines cannot be counted here).
-func TestHeldH2CCallsHaveNoStreamGoroutines(t *testing.T) {
+func TestHeldH2CCallsHaveOneGoroutineEach(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
 	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
 	results := startHeld(t, dest.URL, calls)
 	const (
-		waiting = "delivery/h2c.(*conn).roundTrip"
-		reader  = "delivery/h2c.(*conn).readLoop"
-		anyH2C  = "event-forwarding-proxy/delivery/h2c."
+		destHeld = "proxytest.(*Hold).Reply"
+		holding  = "proxy.(*observeHandler).hold"
+		chain    = "proxy.(*observeHandler).serve"
+		reader   = "delivery/h2c.(*conn).readLoop"
+		anyH2C   = "event-forwarding-proxy/delivery/h2c."
 	)
 	proxytest.Eventually(t, 10*time.Second, func() bool {
-		return goroutinesIn(waiting)[waiting] == calls
-	}, fmt.Sprintf("%d calls held, each waiting in delivery/h2c", calls))
-	got := goroutinesIn(reader, anyH2C)
+		got := goroutinesIn(destHeld, chain)
+		return got[destHeld] == calls && got[chain] == 0
+	}, fmt.Sprintf("%d calls held by the destination, with no chain goroutine left", calls))
+	got := goroutinesIn(holding, reader, anyH2C)
+	if got[holding] != calls {
+		t.Errorf("%d goroutines waiting in observeHandler.hold for %d held calls", got[holding], calls)
+	}
 	// The h2c probe's connection is not the transport's: every reader
 	// serves one of the destination's open connections.
 	if open := int(conns.Open()); got[reader] < 1 || got[reader] > open {
 		t.Errorf("%d reader goroutines for %d open connections", got[reader], open)
 	}
-	if extra := got[anyH2C] - calls - got[reader]; extra != 0 {
-		t.Errorf("%d goroutines in delivery/h2c besides the %d waiting calls and %d readers", extra, calls, got[reader])
+	if extra := got[anyH2C] - got[reader]; extra != 0 {
+		t.Errorf("%d goroutines in delivery/h2c besides the %d readers", extra, got[reader])
 	}
 	releaseHeld(t, hold, results)
 }

@@ -36,17 +36,86 @@ type observation struct {
 	r     *http.Request // the request passed on, carrying c
 	start time.Time
 	span  trace.Span // nil when the request is not traced
+
+	// An HTTP/2 request is held (hold): the handler's goroutine waits on
+	// done for the chain, run on a goroutine of its own, and re-panics
+	// with panicked.
+	h        *observeHandler
+	done     chan struct{}
+	panicked any
 }
 
 func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o := h.begin(w, r)
+	if r.ProtoMajor == 2 {
+		h.hold(w, r)
+		return
+	}
+	o := h.begin(&observation{}, w, r)
 	defer h.end(o)
 	h.next.ServeHTTP(&o.sw, o.r)
 }
 
-func (h *observeHandler) begin(w http.ResponseWriter, r *http.Request) *observation {
+// hold serves an HTTP/2 request, whose stream has a goroutine of its own
+// that must stay until the answer is written, with that goroutine doing no
+// more than wait. The chain runs on another goroutine, which ends once the
+// call is out to an h2c destination (the forwarder's suspend): a held call
+// then keeps only this goroutine, whose stack never grows past the
+// runtime's smallest (2 KiB), since no deep code ever runs on it until the
+// answer has been written (docs/benchmarks.md, step 15).
+func (h *observeHandler) hold(w http.ResponseWriter, r *http.Request) {
+	o := &observation{h: h, done: make(chan struct{})}
+	go h.serve(o, w, r)
+	<-o.done
+	if o.panicked != nil {
+		panic(o.panicked)
+	}
+}
+
+// serve runs the chain for a held request (hold).
+func (h *observeHandler) serve(o *observation, w http.ResponseWriter, r *http.Request) {
+	defer h.settle(o)
+	h.begin(o, w, r)
+	o.c.held = o
+	h.next.ServeHTTP(&o.sw, o.r)
+}
+
+// settle ends a held request once the chain returns, unless the forwarder
+// suspended its call: resumed ends it then.
+func (h *observeHandler) settle(o *observation) {
+	p := recover()
+	switch {
+	case o.c == nil: // begin panicked
+		o.panicked = p
+		close(o.done)
+		return
+	case o.c.suspended:
+		if p != nil {
+			// The call belongs to resumed: this is a bug, which must
+			// not take the process down with every other call.
+			h.logger.Errorw("Panic after a call was handed to its destination", zap.Any("panic", p))
+		}
+		return
+	}
+	h.record(o, p)
+	o.panicked = p
+	close(o.done)
+}
+
+// resumed ends a held request whose call the forwarder suspended, once the
+// answer is written or has failed: it gives the admission slot back,
+// records the outcome and lets the stream's goroutine end the stream (or
+// re-panic, for an answer that broke off). Deferred by the forwarder.
+func (o *observation) resumed() {
+	p := recover()
+	o.c.release()
+	o.h.record(o, p)
+	o.panicked = p
+	close(o.done)
+}
+
+func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *observation {
 	start := time.Now()
-	o := &observation{sw: statusWriter{ResponseWriter: w}, c: &call{metrics: h.m, start: start}, start: start}
+	o.sw.ResponseWriter, o.c, o.start = w, &call{metrics: h.m, start: start}, start
 	ctx := withCall(r.Context(), o.c)
 	if _, forwarding := r.Header[delivery.HeaderForwardTo]; h.tr != nil && (forwarding || !isProbe(r)) {
 		ctx, o.span = h.tr.start(r.WithContext(ctx))
@@ -55,12 +124,21 @@ func (h *observeHandler) begin(w http.ResponseWriter, r *http.Request) *observat
 	return o
 }
 
-// end records o's outcome, status class, duration and reason (a probe's
-// only in its span), logs a refused or failed call, and ends the span. An
-// answer that broke off mid-stream (the forwarder aborts with
-// http.ErrAbortHandler) counts failed, then goes on aborting.
+// end records o's outcome (record) once the chain returns, then goes on
+// with a panic that came through it.
 func (h *observeHandler) end(o *observation) {
 	p := recover()
+	h.record(o, p)
+	if p != nil {
+		panic(p)
+	}
+}
+
+// record records o's outcome, status class, duration and reason (a
+// probe's only in its span), logs a refused or failed call, and ends the
+// span. An answer that broke off mid-stream (the forwarder aborts with
+// http.ErrAbortHandler, p) counts failed.
+func (h *observeHandler) record(o *observation, p any) {
 	if !o.c.probe {
 		out := outcomeOf(o.c, o.sw.status, o.sw.reason)
 		if o.sw.reason != "" {
@@ -73,9 +151,6 @@ func (h *observeHandler) end(o *observation) {
 	}
 	if o.span != nil {
 		h.tr.end(o.span, o.c, o.sw.status, o.sw.reason, outcomeOf(o.c, o.sw.status, o.sw.reason))
-	}
-	if p != nil {
-		panic(p)
 	}
 }
 
