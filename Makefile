@@ -94,7 +94,18 @@ BENCH_SCALE ?= 1
 BENCH_N ?=
 BENCH_CACHE := $(CURDIR)/.cache/bench
 
-bench: tools ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
+# nginx, the bench's third peer (Debian's nginx-light), installed when
+# missing; if it cannot be installed, the bench runs without it.
+.PHONY: bench-nginx
+bench-nginx:
+	@if [ ! -x /usr/sbin/nginx ]; then \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  ( $$sudo apt-get update && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light ) || \
+	  echo "nginx could not be installed: the bench runs without it"; \
+	fi
+
+bench: tools bench-nginx ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
 	@mkdir -p $(BENCH_CACHE)
 	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ | tee $(BENCH_CACHE)/gobench.txt
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen

@@ -32,6 +32,8 @@ type DestinationParams struct {
 	BackoffDelay time.Duration
 	// MaxBackoffDelay caps Kn-Forward-Backoff-Delay. If zero, 1 minute.
 	MaxBackoffDelay time.Duration
+
+	destinations *destinationCache // set by NewDestinationHandler; nil parses every time
 }
 
 // NewDestinationHandler reads what a request asks of the proxy (destination,
@@ -56,6 +58,7 @@ func NewDestinationHandler(p DestinationParams, next http.Handler) http.Handler 
 	if p.MaxBackoffDelay <= 0 {
 		p.MaxBackoffDelay = time.Minute
 	}
+	p.destinations = &destinationCache{}
 	return &destinationHandler{p: p, next: next}
 }
 
@@ -89,15 +92,15 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	if !c.authenticated {
 		c.tenant = tenantOf(r.Header, "")
 	}
-	dest, err := parseDestination(r.Header.Values(delivery.HeaderForwardTo))
+	d, err := p.destinations.parse(r.Header.Values(delivery.HeaderForwardTo))
 	if err != nil {
 		if errors.Is(err, errMissingDestination) {
 			return ReasonMissingDestination, err
 		}
 		return ReasonBadDestination, err
 	}
-	c.dest = dest
-	host := dest.Hostname()
+	c.dest = d.url
+	host := d.url.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
 			return ReasonDestinationDenied, errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
@@ -112,8 +115,8 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		return ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
 			" bytes, more than the " + strconv.FormatInt(p.MaxEventBytes, 10) + " allowed")
 	}
-	c.destKey = destinationKey(dest)
-	c.namespace = clusterNamespace(host)
+	c.destKey = d.key
+	c.namespace = d.namespace
 	c.timeout = p.MaxTimeout
 	c.async = prefersAsync(r.Header)
 	c.retries = p.Retries

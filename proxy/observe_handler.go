@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -41,7 +42,7 @@ type observation struct {
 	// done for the chain, run on a goroutine of its own, and re-panics
 	// with panicked.
 	h        *observeHandler
-	done     chan struct{}
+	done     sync.WaitGroup
 	panicked any
 }
 
@@ -63,9 +64,10 @@ func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // runtime's smallest (2 KiB), since no deep code ever runs on it until the
 // answer has been written (docs/benchmarks.md, step 15).
 func (h *observeHandler) hold(w http.ResponseWriter, r *http.Request) {
-	o := &observation{h: h, done: make(chan struct{})}
+	o := &observation{h: h}
+	o.done.Add(1)
 	go h.serve(o, w, r)
-	<-o.done
+	o.done.Wait()
 	if o.panicked != nil {
 		panic(o.panicked)
 	}
@@ -86,7 +88,7 @@ func (h *observeHandler) settle(o *observation) {
 	switch {
 	case o.c == nil: // begin panicked
 		o.panicked = p
-		close(o.done)
+		o.done.Done()
 		return
 	case o.c.suspended:
 		if p != nil {
@@ -98,7 +100,7 @@ func (h *observeHandler) settle(o *observation) {
 	}
 	h.record(o, p)
 	o.panicked = p
-	close(o.done)
+	o.done.Done()
 }
 
 // resumed ends a held request whose call the forwarder suspended, once the
@@ -110,7 +112,7 @@ func (o *observation) resumed() {
 	o.c.release()
 	o.h.record(o, p)
 	o.panicked = p
-	close(o.done)
+	o.done.Done()
 }
 
 func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *observation {

@@ -324,9 +324,10 @@ func (b *body) Read(p []byte) (int, error) {
 			c.mu.Unlock()
 			return 0, err
 		}
+		ready := s.readyLocked()
 		c.mu.Unlock()
 		select {
-		case <-s.ready:
+		case <-ready:
 		case <-s.req.Context().Done():
 			err := s.req.Context().Err()
 			c.reset(s, http2.ErrCodeCancel, err)

@@ -22,7 +22,8 @@ type stream struct {
 	req *http.Request
 	// ready is signalled (never blocking) whenever the state below
 	// changes: the caller waiting for the answer, or reading the body,
-	// looks again.
+	// looks again. Made by the first to wait (readyLocked): a call
+	// started with Go waits for nothing until its answer is there.
 	ready chan struct{}
 	// notify, for a call started with Go, runs once, on a goroutine of
 	// its own, when the answer or the end is there.
@@ -58,10 +59,22 @@ type stream struct {
 	stopCtx  func() bool
 }
 
+// readyLocked returns s.ready, made if need be, for a caller that looked
+// at s's state under the connection's lock and is about to wait for it to
+// change.
+func (s *stream) readyLocked() chan struct{} {
+	if s.ready == nil {
+		s.ready = make(chan struct{}, 1)
+	}
+	return s.ready
+}
+
 func (s *stream) signal() {
-	select {
-	case s.ready <- struct{}{}:
-	default:
+	if s.ready != nil {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
 	}
 	if s.armed && !s.notified && (s.resp != nil || s.err != nil) {
 		s.notified = true
@@ -96,6 +109,7 @@ func (c *conn) await(ctx context.Context, s *stream) (*http.Response, error) {
 	for {
 		c.mu.Lock()
 		resp, err := s.resp, s.err
+		ready := s.readyLocked()
 		c.mu.Unlock()
 		switch {
 		case resp != nil:
@@ -104,7 +118,7 @@ func (c *conn) await(ctx context.Context, s *stream) (*http.Response, error) {
 			return nil, err
 		}
 		select {
-		case <-s.ready:
+		case <-ready:
 		case <-ctx.Done():
 			c.reset(s, http2.ErrCodeCancel, ctx.Err())
 			return nil, ctx.Err()
@@ -113,7 +127,7 @@ func (c *conn) await(ctx context.Context, s *stream) (*http.Response, error) {
 }
 
 func newStream(c *conn, o *outgoing) *stream {
-	return &stream{c: c, req: o.req, ready: make(chan struct{}, 1), declared: -1}
+	return &stream{c: c, req: o.req, declared: -1}
 }
 
 // start opens s on c, which holds a reservation for it, and leaves a body
