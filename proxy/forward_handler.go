@@ -113,18 +113,16 @@ type forwarder struct {
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := f.begin(w, r)
-	if x.h2c && x.c.held != nil && f.starter != nil {
+	switch {
+	case x.c.held != nil && x.h2c && f.starter != nil:
 		f.suspend(w, x)
+		return
+	case x.c.held != nil:
+		f.handOff(w, x)
 		return
 	}
 	defer f.end(x)
-	var resp *http.Response
-	var err error
-	if x.h2c {
-		resp, err = f.h2.RoundTrip(x.out)
-	} else if err = f.preread(x.out, x.c); err == nil {
-		resp, err = f.h1.RoundTrip(x.out)
-	}
+	resp, err := x.roundTrip()
 	// From here on the caller is written to: a caller that stopped
 	// reading must not hold the call once it is over.
 	x.stalled = releaseStalledCaller(x.out.Context(), w)
@@ -133,6 +131,17 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.answer(w, x.out, resp)
+}
+
+// roundTrip sends x's call and waits for the answer.
+func (x *forwarding) roundTrip() (*http.Response, error) {
+	if x.h2c {
+		return x.f.h2.RoundTrip(x.out)
+	}
+	if err := x.f.preread(x.out, x.c); err != nil {
+		return nil, err
+	}
+	return x.f.h1.RoundTrip(x.out)
 }
 
 // suspend starts a held HTTP/2 request's call (observeHandler.hold) and
@@ -146,7 +155,24 @@ func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
 	f.starter.Go(x.out, x.resumed)
 }
 
-// resumed answers a suspended call, on the goroutine that got its answer,
+// handOff leaves a held HTTP/2 request's call that must wait on a
+// goroutine (an HTTP/1.1 destination) to the stream's goroutine, which
+// waits anyway (observeHandler.hold): the chain's goroutine ends instead of
+// waiting beside it.
+func (f *forwarder) handOff(w http.ResponseWriter, x *forwarding) {
+	x.c.suspended = true
+	x.c.detached = true // resumed gives the admission slot back
+	x.w = w
+	x.c.held.handoff = x.wait
+}
+
+// wait runs a handed-off call on the stream's goroutine.
+func (x *forwarding) wait() {
+	x.resumed(x.roundTrip())
+}
+
+// resumed answers a suspended call, on the goroutine that got its answer
+// (the stream's, for a call handed off),
 // then ends the request (observation.resumed).
 func (x *forwarding) resumed(resp *http.Response, err error) {
 	defer x.c.held.resumed()

@@ -61,9 +61,10 @@ func releaseHeld(t *testing.T, hold *proxytest.Hold, results []<-chan result) {
 }
 
 // TestHeldHTTP1CallsHaveNoConnectionGoroutines pins what a held call to a
-// plain-http HTTP/1.1 destination costs on the proxy's outbound side: it
-// waits on its handler's goroutine in delivery/http1, for the socket to
-// become readable, and the proxy runs no goroutine per outbound connection
+// plain-http HTTP/1.1 destination costs in goroutines: it waits in
+// delivery/http1, for the socket to become readable, on the caller's
+// stream's goroutine (the chain's goroutine handed the call off and
+// ended), and the proxy runs no goroutine per outbound connection
 // (net/http's transport ran two: persistConn's readLoop and writeLoop).
 // The callers come over h2c, so that every persistConn goroutine in the
 // process would be the proxy's.
@@ -74,13 +75,18 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	results := startHeld(t, dest.URL, calls)
 	const (
 		waiting   = "delivery/http1.(*conn).await"
+		holding   = "proxy.(*observeHandler).hold"
+		chain     = "proxy.(*observeHandler).serve"
 		readLoop  = "net/http.(*persistConn).readLoop"
 		writeLoop = "net/http.(*persistConn).writeLoop"
 	)
 	proxytest.Eventually(t, 10*time.Second, func() bool {
 		return goroutinesIn(waiting)[waiting] == calls
 	}, fmt.Sprintf("%d calls held, each waiting in delivery/http1", calls))
-	got := goroutinesIn(readLoop, writeLoop)
+	got := goroutinesIn(holding, chain, readLoop, writeLoop)
+	if got[holding] != calls || got[chain] != 0 {
+		t.Errorf("%d calls held: %d stream goroutines holding, %d chain goroutines, want %d and none", calls, got[holding], got[chain], calls)
+	}
 	if got[readLoop]+got[writeLoop] != 0 {
 		t.Errorf("%d calls held with %d readLoop and %d writeLoop goroutines, want none", calls, got[readLoop], got[writeLoop])
 	}

@@ -43,6 +43,7 @@ type observation struct {
 	// with panicked.
 	h        *observeHandler
 	done     sync.WaitGroup
+	handoff  func() // a call the chain left to the stream's goroutine
 	panicked any
 }
 
@@ -68,6 +69,13 @@ func (h *observeHandler) hold(w http.ResponseWriter, r *http.Request) {
 	o.done.Add(1)
 	go h.serve(o, w, r)
 	o.done.Wait()
+	if f := o.handoff; f != nil {
+		// A call that must wait on a goroutine (forwarder.handOff) waits
+		// on this one, whose stack the chain never deepened; the chain's
+		// goroutine has ended. f ends the request (observation.resumed).
+		o.done.Add(1)
+		f()
+	}
 	if o.panicked != nil {
 		panic(o.panicked)
 	}
@@ -82,7 +90,7 @@ func (h *observeHandler) serve(o *observation, w http.ResponseWriter, r *http.Re
 }
 
 // settle ends a held request once the chain returns, unless the forwarder
-// suspended its call: resumed ends it then.
+// suspended its call or handed it off: resumed ends it then.
 func (h *observeHandler) settle(o *observation) {
 	p := recover()
 	switch {
@@ -95,6 +103,9 @@ func (h *observeHandler) settle(o *observation) {
 			// The call belongs to resumed: this is a bug, which must
 			// not take the process down with every other call.
 			h.logger.Errorw("Panic after a call was handed to its destination", zap.Any("panic", p))
+		}
+		if o.handoff != nil {
+			o.done.Done() // the stream's goroutine runs the call
 		}
 		return
 	}
