@@ -239,15 +239,9 @@ func (s *Sender) Route() Route {
 func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, error) {
 	start := s.p.Now()
 	res := &Result{}
-	if t.URL == nil || (t.URL.Scheme != "http" && t.URL.Scheme != "https") || t.URL.Host == "" {
-		return res, fmt.Errorf("%w: the sink URL %v is not an absolute http(s) URL", ErrUndelivered, t.URL)
-	}
-	if err := e.Validate(); err != nil {
-		return res, fmt.Errorf("%w: invalid event: %w", ErrUndelivered, err)
-	}
-	m, err := encode(ctx, &e)
+	m, err := prepareAside(ctx, t, &e)
 	if err != nil {
-		return res, fmt.Errorf("%w: encoding the event: %w", ErrUndelivered, err)
+		return res, err
 	}
 	route, proxyURL := s.router.Decide()
 	if route == RouteProxy && t.CACerts != "" {
@@ -269,11 +263,55 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 	}
 	s.metrics.sent(ctx, res.Route, err == nil, s.p.Now().Sub(start))
 	if err != nil {
-		s.p.Logger.Errorw("Event not delivered", zap.String("sink", t.URL.Redacted()), zap.String("id", e.ID()),
-			zap.String("source", e.Source()), zap.String("namespace", t.Namespace), zap.Stringer("route", res.Route),
-			zap.Bool("fallback", res.Fallback), zap.Int("attempts", res.Attempts), zap.Int("status", res.StatusCode), zap.Error(err))
+		s.logUndelivered(t, &e, res, err)
 	}
 	return res, err
+}
+
+// prepare checks the sink URL and the event, and encodes the event.
+//
+// It and logUndelivered keep their temporaries out of Send's frame: the
+// goroutine that waits for a sink's answer keeps, for as long as it waits,
+// a stack as large as the deepest point the send reached (the event's
+// validation, or the transport's header encoding), and Send is under all
+// of it (docs/benchmarks.md, step 18).
+func prepare(ctx context.Context, t Target, e *event.Event) (*encoded, error) {
+	if t.URL == nil || (t.URL.Scheme != "http" && t.URL.Scheme != "https") || t.URL.Host == "" {
+		return nil, fmt.Errorf("%w: the sink URL %v is not an absolute http(s) URL", ErrUndelivered, t.URL)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: invalid event: %w", ErrUndelivered, err)
+	}
+	m, err := encode(ctx, e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding the event: %w", ErrUndelivered, err)
+	}
+	return m, nil
+}
+
+// prepareAside runs prepare on a goroutine of its own and waits for it.
+// The CloudEvents SDK's validation and binary encoding run about 2.1 KB of
+// frames deep; on the sending goroutine, which then waits for the sink,
+// they would double its stack for as long as the send is held.
+func prepareAside(ctx context.Context, t Target, e *event.Event) (*encoded, error) {
+	type prepared struct {
+		m   *encoded
+		err error
+	}
+	ch := make(chan prepared, 1)
+	go func() {
+		m, err := prepare(ctx, t, e)
+		ch <- prepared{m, err}
+	}()
+	p := <-ch
+	return p.m, p.err
+}
+
+// logUndelivered logs an event that could not be delivered.
+func (s *Sender) logUndelivered(t Target, e *event.Event, res *Result, err error) {
+	s.p.Logger.Errorw("Event not delivered", zap.String("sink", t.URL.Redacted()), zap.String("id", e.ID()),
+		zap.String("source", e.Source()), zap.String("namespace", t.Namespace), zap.Stringer("route", res.Route),
+		zap.Bool("fallback", res.Fallback), zap.Int("attempts", res.Attempts), zap.Int("status", res.StatusCode), zap.Error(err))
 }
 
 // CloseIdleConnections closes the idle connections of every pool. Call it

@@ -39,6 +39,7 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 		return fmt.Errorf("%w: %w", ErrUndelivered, err)
 	}
 	sink := t.URL.String()
+	tp := &t // the closure below holds a pointer, not a copy, in this frame
 	var last http.Header
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !s.retryWait(ctx, RouteDirect, attempt, last) {
@@ -46,17 +47,14 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 		}
 		res.Attempts++
 		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, t.Sync, func(h http.Header) error {
-			return s.setSinkHeaders(ctx, h, t)
+			return s.setSinkHeaders(ctx, h, *tp)
 		})
-		isToken, _ := asTokenError(err)
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case isToken:
-			return fmt.Errorf("%w: %w", ErrUndelivered, err)
-		case err != nil:
-			if attempt >= s.p.Retries {
-				return fmt.Errorf("%w: %s after %d attempts: %w", ErrUndelivered, t.URL.Redacted(), res.Attempts, err)
+		}
+		if err != nil {
+			if isToken, _ := asTokenError(err); isToken || attempt >= s.p.Retries {
+				return failedDirect(t, res, isToken, err)
 			}
 			last = nil
 			continue
@@ -69,10 +67,26 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 			return nil
 		}
 		if !retryableStatus(a.status) || attempt >= s.p.Retries {
-			return fmt.Errorf("%w: %s answered %d after %d attempts", ErrUndelivered, t.URL.Redacted(), a.status, res.Attempts)
+			return refusedDirect(t, res, a.status)
 		}
 		last = a.header
 	}
+}
+
+// failedDirect is the error of a direct send whose last attempt failed
+// with err, or that could not get its token. It and refusedDirect keep
+// their temporaries out of direct's frame (see prepareAside).
+func failedDirect(t Target, res *Result, isToken bool, err error) error {
+	if isToken {
+		return fmt.Errorf("%w: %w", ErrUndelivered, err)
+	}
+	return fmt.Errorf("%w: %s after %d attempts: %w", ErrUndelivered, t.URL.Redacted(), res.Attempts, err)
+}
+
+// refusedDirect is the error of a direct send the sink answered with
+// status, which is not a success, for the last time.
+func refusedDirect(t Target, res *Result, status int) error {
+	return fmt.Errorf("%w: %s answered %d after %d attempts", ErrUndelivered, t.URL.Redacted(), status, res.Attempts)
 }
 
 // setSinkHeaders adds what the sink gets besides the event: Kn-Namespace
@@ -131,16 +145,22 @@ func (s *Sender) call(ctx context.Context, rt http.RoundTripper, u string, timeo
 	if err != nil {
 		return answer{}, err
 	}
+	return s.readAnswer(actx, resp, keep), nil
+}
+
+// readAnswer reads and closes resp's body, keeping it when keep is set.
+func (s *Sender) readAnswer(ctx context.Context, resp *http.Response, keep bool) answer {
 	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode, header: resp.Header}
-	if keep {
-		a.body, err = io.ReadAll(io.LimitReader(resp.Body, s.p.MaxReplyBytes))
-		if err != nil && actx.Err() == nil {
-			// The answer's status counts; a cut body only loses the reply.
-			s.p.Logger.Debugw("Reading the answer's body", "error", err)
-		}
-	} else {
+	if !keep {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return a
 	}
-	return a, nil
+	var err error
+	a.body, err = io.ReadAll(io.LimitReader(resp.Body, s.p.MaxReplyBytes))
+	if err != nil && ctx.Err() == nil {
+		// The answer's status counts; a cut body only loses the reply.
+		s.p.Logger.Debugw("Reading the answer's body", "error", err)
+	}
+	return a
 }

@@ -117,7 +117,7 @@ func BenchmarkSeed(b *testing.B) {
 
 // createSeedSources creates the PingSources, spread over namespaces, and
 // makes them Ready with sink as their status.sinkUri, 32 at a time.
-func createSeedSources(b *testing.B, c *cluster, cfg seedConfig, namespaces []string, sink string) {
+func createSeedSources(b testing.TB, c *cluster, cfg seedConfig, namespaces []string, sink string) {
 	b.Helper()
 	rc := rest.CopyConfig(c.Config)
 	rc.QPS = -1 // no client-side rate limit
@@ -238,7 +238,7 @@ func runSeedMode(b *testing.B, c *cluster, sk *seedSink, cfg seedConfig, mode st
 
 // startSeedAdapter runs the adapter without the race detector and returns
 // it with its /metrics URL.
-func startSeedAdapter(b *testing.B, c *cluster, name string) (*proc, string) {
+func startSeedAdapter(b testing.TB, c *cluster, name string) (*proc, string) {
 	b.Helper()
 	port, mport := freePort(b), freePort(b)
 	p := start(b, name, plainBins.adapter, port, "/readiness",

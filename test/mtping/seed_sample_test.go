@@ -33,7 +33,7 @@ type seedSink struct {
 	untimed int64           // events without a readable ce-time
 }
 
-func startSeedSink(b *testing.B, hold time.Duration) *seedSink {
+func startSeedSink(b testing.TB, hold time.Duration) *seedSink {
 	b.Helper()
 	s := &seedSink{Sink: benchsink.New(benchsink.Params{Hold: hold}), ticks: map[int64]int64{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

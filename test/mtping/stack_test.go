@@ -1,0 +1,60 @@
+package mtping
+
+import (
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
+)
+
+// directSendStackMax is the most goroutine stack a direct send the real
+// adapter holds may cost. The send waits for its sink on a goroutine of its
+// own, whose stack stays as large as the deepest point the send reached;
+// the CloudEvents SDK's validation and encoding and the dialer run on
+// short-lived goroutines of their own (delivery's prepareAside,
+// http1.Transport.dialAside), so it stays at 4 KiB. With them on the
+// sending goroutine it doubled: 8.5 KB per send held at 6,000
+// (docs/benchmarks.md, step 18).
+const directSendStackMax = 6 << 10
+
+// TestDirectSendStackStaysSmall runs the real adapter (no race detector,
+// which deepens every frame) against a real API server holding PingSources
+// whose sink holds every call, and reads the stack memory the adapter's Go
+// runtime reports before the tick and while it holds one send per source.
+func TestDirectSendStackStaysSmall(t *testing.T) {
+	const sources = 2000
+	ns := "stack-0"
+	c := newCluster(t, map[string]string{"buckets": "1"}, ns)
+	sk := startSeedSink(t, 3*time.Minute)
+	createSeedSources(t, c, seedConfig{Sources: sources, Namespaces: 1, Schedule: "* * * * *"}, []string{ns}, sk.URL+"/hold")
+	_, metricsURL := startSeedAdapter(t, c, "stack-adapter")
+	read := func(name string) (float64, bool) {
+		m, err := scrape(metricsURL)
+		if err != nil {
+			return 0, false
+		}
+		return m.sum(name), true
+	}
+	var before float64
+	testproc.Eventually(t, time.Minute, "the adapter's metrics", func() (ok bool) {
+		before, ok = read("go_memstats_stack_inuse_bytes")
+		return ok
+	})
+	// The next tick is at most a minute away. The adapter counts a send
+	// in flight from the tick on, before its spread and before it goes
+	// out: the sink holding every call is when each has been as deep as it
+	// goes.
+	testproc.Eventually(t, 150*time.Second, "the sink holds one call per source, the adapter one send", func() bool {
+		n, ok := read("kn_forward_mtping_inflight_sends")
+		return ok && n == sources && sk.Stats().Held == sources
+	})
+	held, ok := read("go_memstats_stack_inuse_bytes")
+	if !ok {
+		t.Fatal("cannot read the adapter's metrics")
+	}
+	perSend := (held - before) / sources
+	t.Logf("stack per held direct send: %.0f bytes (%.0f before the tick, %.0f with %d held)", perSend, before, held, sources)
+	if perSend > directSendStackMax {
+		t.Errorf("a held direct send costs %.0f bytes of goroutine stack, more than %d: its goroutine's stack doubled on the way to the send's deepest point", perSend, directSendStackMax)
+	}
+}
