@@ -22,7 +22,7 @@ type admissionHandler struct {
 }
 
 func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := callFrom(r.Context())
+	c := callOf(w, r)
 	if !h.admit(w, c) {
 		return
 	}

@@ -65,7 +65,7 @@ type job struct {
 }
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := callFrom(r.Context())
+	c := callOf(w, r)
 	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout)
 	switch {
 	case errors.Is(err, errBodyStalled):

@@ -42,7 +42,7 @@ func (h *authHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authenticate fixes r's caller and tenant from its token, or refuses r.
 func (h *authHandler) authenticate(w http.ResponseWriter, r *http.Request) bool {
-	c := callFrom(r.Context())
+	c := callOf(w, r)
 	token, ok := bearerToken(r.Header.Values(delivery.HeaderForwardAuthorization))
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="event-forwarding-proxy"`)

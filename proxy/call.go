@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -59,6 +60,17 @@ type callKey struct{}
 
 func withCall(ctx context.Context, c *call) context.Context {
 	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callOf returns the call of r, which came with w: the one the observe
+// handler keeps with its writer, or else (a handler used on its own) the
+// one in r's context. Keeping it with the writer spares every call a copy
+// of its request (WithContext) for as long as it is held.
+func callOf(w http.ResponseWriter, r *http.Request) *call {
+	if sw, ok := w.(*statusWriter); ok && sw.c != nil {
+		return sw.c
+	}
+	return callFrom(r.Context())
 }
 
 func callFrom(ctx context.Context) *call {

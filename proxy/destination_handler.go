@@ -75,7 +75,7 @@ func (h *destinationHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // read fills r's call, or refuses r.
 func (h *destinationHandler) read(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	c := callFrom(r.Context())
+	c := callOf(w, r)
 	if c == nil {
 		c = &call{}
 		r = r.WithContext(withCall(r.Context(), c))

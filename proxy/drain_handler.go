@@ -56,7 +56,7 @@ func (h *probeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // probe answers a liveness or readiness probe.
 func (h *probeHandler) probe(w http.ResponseWriter, r *http.Request) {
-	if c := callFrom(r.Context()); c != nil {
+	if c := callOf(w, r); c != nil {
 		c.probe = true
 	}
 	if r.URL.Path != HealthPath && h.d.Draining() {

@@ -127,7 +127,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// reading must not hold the call once it is over.
 	x.stalled = releaseStalledCaller(x.out.Context(), w)
 	if err != nil {
-		f.fail(w, x.out, err)
+		f.fail(w, x.out, x.c, err)
 		return
 	}
 	f.answer(w, x.out, resp)
@@ -179,7 +179,7 @@ func (x *forwarding) resumed(resp *http.Response, err error) {
 	defer x.f.end(x)
 	x.stalled = releaseStalledCaller(x.out.Context(), x.w)
 	if err != nil {
-		x.f.fail(x.w, x.out, err)
+		x.f.fail(x.w, x.out, x.c, err)
 		return
 	}
 	x.f.answer(x.w, x.out, resp)
@@ -204,7 +204,7 @@ type forwarding struct {
 // the drain deadline (f.p.Stop) and the caller leaving cancel too, and the
 // request to the destination.
 func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
-	c := callFrom(r.Context())
+	c := callOf(w, r)
 	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
 	x := &forwarding{c: c, cancel: cancel, f: f}
 	if f.p.Stop != nil && r.Context().Value(stopScope{}) != f.p.Stop {
@@ -385,8 +385,7 @@ func headerHasToken(vals []string, tok string) bool {
 var errShuttingDown = errors.New("the proxy shut down before the destination answered")
 
 // fail answers a call that got no response from its destination.
-func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, err error) {
-	c := callFrom(out.Context())
+func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, c *call, err error) {
 	reason := failureReason(out.Context(), f.p.Stop, c, err)
 	if reason == "" {
 		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))

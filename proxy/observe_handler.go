@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ type observeHandler struct {
 type observation struct {
 	sw    statusWriter
 	c     *call
-	r     *http.Request // the request passed on, carrying c
+	r     *http.Request // the request passed on (with its span, when traced)
 	start time.Time
 	span  trace.Span // nil when the request is not traced
 
@@ -129,11 +130,13 @@ func (o *observation) resumed() {
 func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *observation {
 	start := time.Now()
 	o.sw.ResponseWriter, o.c, o.start = w, &call{metrics: h.m, start: start}, start
-	ctx := withCall(r.Context(), o.c)
+	o.sw.c = o.c // the handlers find it there (callOf): r is not copied
+	o.r = r
 	if _, forwarding := r.Header[delivery.HeaderForwardTo]; h.tr != nil && (forwarding || !isProbe(r)) {
-		ctx, o.span = h.tr.start(r.WithContext(ctx))
+		var ctx context.Context
+		ctx, o.span = h.tr.start(r.WithContext(withCall(r.Context(), o.c)))
+		o.r = r.WithContext(ctx)
 	}
-	o.r = r.WithContext(ctx)
 	return o
 }
 
@@ -191,6 +194,7 @@ func logAnswer(logger *zap.SugaredLogger, r *http.Request, c *call, o outcome, s
 // flushes and deadlines.
 type statusWriter struct {
 	http.ResponseWriter
+	c       *call // the request's (callOf)
 	status  int
 	reason  Reason
 	message string

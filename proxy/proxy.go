@@ -191,7 +191,7 @@ func modeSwitch(sync, async http.Handler) http.Handler {
 type modeHandler struct{ sync, async http.Handler }
 
 func (h *modeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if callFrom(r.Context()).async {
+	if callOf(w, r).async {
 		h.async.ServeHTTP(w, r)
 		return
 	}
