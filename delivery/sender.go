@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/delivery/internal/aside"
 )
 
 // Sender delivers CloudEvents for a multi-tenant source, to many sinks on
@@ -289,22 +290,11 @@ func prepare(ctx context.Context, t Target, e *event.Event) (*encoded, error) {
 	return m, nil
 }
 
-// prepareAside runs prepare on a goroutine of its own and waits for it.
-// The CloudEvents SDK's validation and binary encoding run about 2.1 KB of
-// frames deep; on the sending goroutine, which then waits for the sink,
-// they would double its stack for as long as the send is held.
+// prepareAside runs prepare on a goroutine of its own (aside.Do): the
+// CloudEvents SDK's validation and binary encoding run about 2.1 KB of
+// frames deep.
 func prepareAside(ctx context.Context, t Target, e *event.Event) (*encoded, error) {
-	type prepared struct {
-		m   *encoded
-		err error
-	}
-	ch := make(chan prepared, 1)
-	go func() {
-		m, err := prepare(ctx, t, e)
-		ch <- prepared{m, err}
-	}()
-	p := <-ch
-	return p.m, p.err
+	return aside.Do(func() (*encoded, error) { return prepare(ctx, t, e) })
 }
 
 // logUndelivered logs an event that could not be delivered.

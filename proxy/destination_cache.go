@@ -64,10 +64,3 @@ func (dc *destinationCache) parse(values []string) (*destination, error) {
 	dc.mu.Unlock()
 	return d, nil
 }
-
-// len is how many destinations dc holds.
-func (dc *destinationCache) len() int {
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	return len(dc.m)
-}

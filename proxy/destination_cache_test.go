@@ -97,3 +97,10 @@ func TestDestinationCacheConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// len is how many destinations dc holds.
+func (dc *destinationCache) len() int {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	return len(dc.m)
+}

@@ -149,9 +149,7 @@ func (x *forwarding) roundTrip() (*http.Response, error) {
 // call, which then owns no goroutine but the caller's stream's. resumed
 // writes the answer.
 func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
-	x.c.suspended = true
-	x.c.detached = true // resumed gives the admission slot back
-	x.w = w
+	x.outlive(w)
 	f.starter.Go(x.out, x.resumed)
 }
 
@@ -160,10 +158,17 @@ func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
 // waits anyway (observeHandler.hold): the chain's goroutine ends instead of
 // waiting beside it.
 func (f *forwarder) handOff(w http.ResponseWriter, x *forwarding) {
-	x.c.suspended = true
-	x.c.detached = true // resumed gives the admission slot back
-	x.w = w
+	x.outlive(w)
 	x.c.held.handoff = x.wait
+}
+
+// outlive marks x's call as one that outlives the chain (suspend,
+// handOff): the chain's handlers leave its end to resumed, which gives the
+// admission slot back and writes to w.
+func (x *forwarding) outlive(w http.ResponseWriter) {
+	x.c.suspended = true
+	x.c.detached = true
+	x.w = w
 }
 
 // wait runs a handed-off call on the stream's goroutine.
@@ -171,9 +176,9 @@ func (x *forwarding) wait() {
 	x.resumed(x.roundTrip())
 }
 
-// resumed answers a suspended call, on the goroutine that got its answer
-// (the stream's, for a call handed off),
-// then ends the request (observation.resumed).
+// resumed answers a call that outlived the chain, on the goroutine that
+// got its answer (the stream's, for a call handed off), then ends the
+// request (observation.resumed).
 func (x *forwarding) resumed(resp *http.Response, err error) {
 	defer x.c.held.resumed()
 	defer x.f.end(x)
@@ -196,8 +201,8 @@ type forwarding struct {
 	stop    func() bool        // unregisters the drain deadline's cancel; nil without one
 	stalled func()             // clears the stalled-caller guard; nil before the answer
 
-	f *forwarder          // a suspended call's (suspend)
-	w http.ResponseWriter // a suspended call's caller
+	f *forwarder          // for what runs after ServeHTTP returned (outlive)
+	w http.ResponseWriter // the caller of a call that outlives the chain
 }
 
 // begin sets up the call's context, whose deadline is the call's and which

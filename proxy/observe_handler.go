@@ -115,10 +115,11 @@ func (h *observeHandler) settle(o *observation) {
 	o.done.Done()
 }
 
-// resumed ends a held request whose call the forwarder suspended, once the
-// answer is written or has failed: it gives the admission slot back,
-// records the outcome and lets the stream's goroutine end the stream (or
-// re-panic, for an answer that broke off). Deferred by the forwarder.
+// resumed ends a held request whose call the forwarder suspended or handed
+// off, once the answer is written or has failed: it gives the admission
+// slot back, records the outcome and lets the stream's goroutine end the
+// stream (or re-panic, for an answer that broke off). Deferred by the
+// forwarder.
 func (o *observation) resumed() {
 	p := recover()
 	o.c.release()

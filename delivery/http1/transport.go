@@ -29,12 +29,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery/internal/aside"
 )
 
 // Transport is an HTTP/1.1 http.RoundTripper for plain http://
 // destinations. Its zero value needs only Dial. It is safe for concurrent
-// use; it keeps idle connections per host:port and runs no goroutine of
-// its own.
+// use; it keeps idle connections per host:port and keeps no goroutine of
+// its own (a dial runs on a short-lived one, dialAside).
 type Transport struct {
 	// Dial opens connections ("tcp", "host:port"). Required.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -128,24 +130,12 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 	return newConn(t, addr, nc), nil
 }
 
-// dialAside dials addr on a goroutine of its own and waits for it. A call
-// runs on its caller's goroutine, which keeps, for as long as the call is
-// held, a stack as large as the deepest point the call reached; the
-// dialer's (the resolver's, even for an address literal) is about 1.6 KB
-// deep, enough to double that stack for every call that dials. The dial
-// honours ctx, so the wait ends with it.
+// dialAside dials addr on a goroutine of its own (aside.Do): the dialer
+// and the resolver under it, even for an address literal, are about 1.6 KB
+// of frames deep, enough to double the stack of every call that dials. The
+// dial honours ctx, so the wait ends with it.
 func (t *Transport) dialAside(ctx context.Context, addr string) (net.Conn, error) {
-	type dialed struct {
-		nc  net.Conn
-		err error
-	}
-	ch := make(chan dialed, 1)
-	go func() {
-		nc, err := t.Dial(ctx, "tcp", addr)
-		ch <- dialed{nc, err}
-	}()
-	d := <-ch
-	return d.nc, d.err
+	return aside.Do(func() (net.Conn, error) { return t.Dial(ctx, "tcp", addr) })
 }
 
 func (t *Transport) takeIdle(addr string) *conn {
