@@ -53,6 +53,7 @@ fuzz-short fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzAnswer$$' -fuzztime=$(FUZZTIME) ./delivery/http1/
 	$(GO) test -run='^$$' -fuzz='^FuzzHeaders$$' -fuzztime=$(FUZZTIME) ./delivery/h2c/
 	$(GO) test -run='^$$' -fuzz='^FuzzAnswerFrames$$' -fuzztime=$(FUZZTIME) ./delivery/h2c/
+	$(GO) test -run='^$$' -fuzz='^FuzzRequestFrames$$' -fuzztime=$(FUZZTIME) ./proxy/internal/h2server/
 
 lint: tidy-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

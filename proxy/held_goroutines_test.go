@@ -62,8 +62,8 @@ func releaseHeld(t *testing.T, hold *proxytest.Hold, results []<-chan result) {
 
 // TestHeldHTTP1CallsHaveNoConnectionGoroutines pins what a held call to a
 // plain-http HTTP/1.1 destination costs in goroutines: it waits in
-// delivery/http1, for the socket to become readable, on the caller's
-// stream's goroutine (the chain's goroutine handed the call off and
+// delivery/http1, for the socket to become readable, on a goroutine of its
+// own (forwarding.wait; the stream's handler handed the call off and
 // ended), and the proxy runs no goroutine per outbound connection
 // (net/http's transport ran two: persistConn's readLoop and writeLoop).
 // The callers come over h2c, so that every persistConn goroutine in the
@@ -75,17 +75,18 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	results := startHeld(t, dest.URL, calls)
 	const (
 		waiting   = "delivery/http1.(*conn).await"
-		holding   = "proxy.(*observeHandler).hold"
-		chain     = "proxy.(*observeHandler).serve"
+		holding   = "proxy.(*forwarding).wait"
+		handler   = "h2server.(*conn).runHandler"
 		readLoop  = "net/http.(*persistConn).readLoop"
 		writeLoop = "net/http.(*persistConn).writeLoop"
 	)
 	proxytest.Eventually(t, 10*time.Second, func() bool {
-		return goroutinesIn(waiting)[waiting] == calls
-	}, fmt.Sprintf("%d calls held, each waiting in delivery/http1", calls))
-	got := goroutinesIn(holding, chain, readLoop, writeLoop)
-	if got[holding] != calls || got[chain] != 0 {
-		t.Errorf("%d calls held: %d stream goroutines holding, %d chain goroutines, want %d and none", calls, got[holding], got[chain], calls)
+		got := goroutinesIn(waiting, handler)
+		return got[waiting] == calls && got[handler] == 0
+	}, fmt.Sprintf("%d calls held, each waiting in delivery/http1, no handler left", calls))
+	got := goroutinesIn(holding, readLoop, writeLoop)
+	if got[holding] != calls {
+		t.Errorf("%d calls held on %d handed-off goroutines, want one each", calls, got[holding])
 	}
 	if got[readLoop]+got[writeLoop] != 0 {
 		t.Errorf("%d calls held with %d readLoop and %d writeLoop goroutines, want none", calls, got[readLoop], got[writeLoop])
@@ -93,32 +94,33 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	releaseHeld(t, hold, results)
 }
 
-// TestHeldH2CCallsHaveOneGoroutineEach pins what a held synchronous call
-// from an HTTP/2 caller to an h2c destination costs in goroutines: one, the
-// caller's stream's, waiting in observeHandler.hold, where its stack stays
-// at the runtime's smallest. The chain's goroutine has ended (the
-// forwarder suspended the call), delivery/h2c runs only one reader per
-// connection (net/http's HTTP/2 client ran a goroutine per request; the
-// test's own callers use it, so its goroutines cannot be counted here).
-func TestHeldH2CCallsHaveOneGoroutineEach(t *testing.T) {
+// TestHeldH2CCallsHaveNoGoroutine pins what a held synchronous call from
+// an HTTP/2 caller to an h2c destination costs in goroutines: none. The
+// stream's handler ended once the forwarder had the call out (suspend),
+// the inbound server runs one goroutine per connection (its reader), and
+// delivery/h2c one reader per connection (net/http's HTTP/2 client ran a
+// goroutine per request; the test's own callers use it, so its goroutines
+// cannot be counted here).
+func TestHeldH2CCallsHaveNoGoroutine(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
 	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
 	results := startHeld(t, dest.URL, calls)
 	const (
 		destHeld = "proxytest.(*Hold).Reply"
-		holding  = "proxy.(*observeHandler).hold"
-		chain    = "proxy.(*observeHandler).serve"
+		handler  = "h2server.(*conn).runHandler"
+		inReader = "h2server.(*conn).serve"
+		inbound  = "proxy/internal/h2server."
 		reader   = "delivery/h2c.(*conn).readLoop"
 		anyH2C   = "event-forwarding-proxy/delivery/h2c."
 	)
 	proxytest.Eventually(t, 10*time.Second, func() bool {
-		got := goroutinesIn(destHeld, chain)
-		return got[destHeld] == calls && got[chain] == 0
-	}, fmt.Sprintf("%d calls held by the destination, with no chain goroutine left", calls))
-	got := goroutinesIn(holding, reader, anyH2C)
-	if got[holding] != calls {
-		t.Errorf("%d goroutines waiting in observeHandler.hold for %d held calls", got[holding], calls)
+		got := goroutinesIn(destHeld, inbound, inReader)
+		return got[destHeld] == calls && got[inbound] == got[inReader]
+	}, fmt.Sprintf("%d calls held by the destination, with no goroutine left in the inbound server but its readers", calls))
+	got := goroutinesIn(inReader, reader, anyH2C)
+	if got[inReader] != 1 {
+		t.Errorf("%d inbound connection readers for the one caller connection", got[inReader])
 	}
 	// The h2c probe's connection is not the transport's: every reader
 	// serves one of the destination's open connections.

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -39,18 +38,23 @@ type observation struct {
 	start time.Time
 	span  trace.Span // nil when the request is not traced
 
-	// An HTTP/2 request is held (hold): the handler's goroutine waits on
-	// done for the chain, run on a goroutine of its own, and re-panics
-	// with panicked.
-	h        *observeHandler
-	done     sync.WaitGroup
-	handoff  func() // a call the chain left to the stream's goroutine
-	panicked any
+	// A held request (hold): the server's stream, detached from the
+	// handler's goroutine, ends when end is called.
+	h       *observeHandler
+	end     func(p any)
+	handoff func() // a call the chain left to a goroutine of its own
+}
+
+// detacher is a ResponseWriter whose stream can outlive its handler
+// (proxy/internal/h2server): once Detach is called, the handler's return
+// does not end the request, end does.
+type detacher interface {
+	Detach() (end func(p any))
 }
 
 func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 2 {
-		h.hold(w, r)
+	if d, ok := w.(detacher); ok {
+		h.hold(d, w, r)
 		return
 	}
 	o := h.begin(&observation{}, w, r)
@@ -58,32 +62,14 @@ func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(&o.sw, o.r)
 }
 
-// hold serves an HTTP/2 request, whose stream has a goroutine of its own
-// that must stay until the answer is written, with that goroutine doing no
-// more than wait. The chain runs on another goroutine, which ends once the
-// call is out to an h2c destination (the forwarder's suspend): a held call
-// then keeps only this goroutine, whose stack never grows past the
-// runtime's smallest (2 KiB), since no deep code ever runs on it until the
-// answer has been written (docs/benchmarks.md, step 15).
-func (h *observeHandler) hold(w http.ResponseWriter, r *http.Request) {
-	o := &observation{h: h}
-	o.done.Add(1)
-	go h.serve(o, w, r)
-	o.done.Wait()
-	if f := o.handoff; f != nil {
-		// A call that must wait on a goroutine (forwarder.handOff) waits
-		// on this one, whose stack the chain never deepened; the chain's
-		// goroutine has ended. f ends the request (observation.resumed).
-		o.done.Add(1)
-		f()
-	}
-	if o.panicked != nil {
-		panic(o.panicked)
-	}
-}
-
-// serve runs the chain for a held request (hold).
-func (h *observeHandler) serve(o *observation, w http.ResponseWriter, r *http.Request) {
+// hold serves a request whose stream can outlive the handler (an HTTP/2
+// one). The chain runs on the stream's goroutine, which ends once the
+// forwarder has the call out to an h2c destination (suspend): a held call
+// then keeps no goroutine at all, only its records, until the goroutine
+// that gets the answer writes it and ends the stream (resumed;
+// docs/benchmarks.md, steps 15 and 20).
+func (h *observeHandler) hold(d detacher, w http.ResponseWriter, r *http.Request) {
+	o := &observation{h: h, end: d.Detach()}
 	defer h.settle(o)
 	h.begin(o, w, r)
 	o.c.held = o
@@ -96,8 +82,7 @@ func (h *observeHandler) settle(o *observation) {
 	p := recover()
 	switch {
 	case o.c == nil: // begin panicked
-		o.panicked = p
-		o.done.Done()
+		o.end(p)
 		return
 	case o.c.suspended:
 		if p != nil {
@@ -105,27 +90,27 @@ func (h *observeHandler) settle(o *observation) {
 			// not take the process down with every other call.
 			h.logger.Errorw("Panic after a call was handed to its destination", zap.Any("panic", p))
 		}
-		if o.handoff != nil {
-			o.done.Done() // the stream's goroutine runs the call
+		if f := o.handoff; f != nil {
+			// A call that must wait on a goroutine (forwarder.handOff)
+			// waits on a new one, whose stack the chain never
+			// deepened; f ends the request (observation.resumed).
+			go f()
 		}
 		return
 	}
 	h.record(o, p)
-	o.panicked = p
-	o.done.Done()
+	o.end(p)
 }
 
 // resumed ends a held request whose call the forwarder suspended or handed
 // off, once the answer is written or has failed: it gives the admission
-// slot back, records the outcome and lets the stream's goroutine end the
-// stream (or re-panic, for an answer that broke off). Deferred by the
-// forwarder.
+// slot back, records the outcome and ends the stream (with a reset, for an
+// answer that broke off). Deferred by the forwarder.
 func (o *observation) resumed() {
 	p := recover()
 	o.c.release()
 	o.h.record(o, p)
-	o.panicked = p
-	o.done.Done()
+	o.end(p)
 }
 
 func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *observation {

@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/http2"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
 // NewServer returns the inbound server for h: HTTP/1.1 and h2c (prior
@@ -15,30 +15,36 @@ import (
 // bounded header size and header read time, and no write timeout, which
 // would cut legitimate long calls.
 //
-// HTTP/2 is served by golang.org/x/net/http2 with its random write
-// scheduler rather than net/http's built-in copy, whose round-robin
-// scheduler walks every open stream for each frame it writes: with tens of
-// thousands of held calls on a connection, answering them costs time
-// quadratic in their number (docs/benchmarks.md).
+// HTTP/2 is served by h2server rather than golang.org/x/net/http2 or
+// net/http's copy of it: those give every stream a goroutine and a 4 KiB
+// write buffer for as long as it is open, where h2server lets a held call
+// keep neither (docs/benchmarks.md, step 20). Its writers write their own
+// frames, so no scheduler walks the open streams for each frame written
+// either.
 func NewServer(cfg *config.Proxy, h http.Handler, logger *zap.SugaredLogger) *http.Server {
+	errorLog := zap.NewStdLog(logger.Desugar())
 	s := &http.Server{
 		Addr:              ":" + strconv.Itoa(cfg.Port),
 		Handler:           h,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		HTTP2:             HTTP2Config(cfg),
-		ErrorLog:          zap.NewStdLog(logger.Desugar()),
+		ErrorLog:          errorLog,
 		Protocols:         new(http.Protocols),
 	}
 	s.Protocols.SetHTTP1(true)
 	s.Protocols.SetUnencryptedHTTP2(true)
-	// The HTTP/2 settings come from s.HTTP2; ConfigureServer fails only
-	// on a TLS configuration, which s has none of.
-	if err := http2.ConfigureServer(s, &http2.Server{NewWriteScheduler: newWriteScheduler}); err != nil {
-		logger.Errorw("Serving HTTP/2 with net/http's own server", zap.Error(err))
+	hc := HTTP2Config(cfg)
+	h2 := &h2server.Server{
+		MaxConcurrentStreams: uint32(hc.MaxConcurrentStreams),
+		StreamWindow:         int32(hc.MaxReceiveBufferPerStream),
+		ConnWindow:           int32(hc.MaxReceiveBufferPerConnection),
+		MaxHeaderBytes:       cfg.MaxHeaderBytes,
+		IdleTimeout:          cfg.IdleTimeout,
+		SendPingTimeout:      hc.SendPingTimeout,
+		PingTimeout:          hc.PingTimeout,
+		ErrorLog:             errorLog,
 	}
+	h2.Configure(s)
 	return s
 }
-
-func newWriteScheduler() http2.WriteScheduler { return http2.NewRandomWriteScheduler() }

@@ -1,0 +1,459 @@
+package h2server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Windows and limits of RFC 9113 that a connection starts with.
+const (
+	initialWindow = 65535
+	initialFrame  = 16384
+	maxWindow     = math.MaxInt32
+)
+
+var (
+	errShutdown     = errors.New("h2server: the server is shutting down")
+	errIdle         = errors.New("h2server: connection idle")
+	errPingTimeout  = errors.New("h2server: the caller did not answer a PING")
+	errGoneAway     = errors.New("h2server: connection closed after its last stream")
+	errStreamClosed = errors.New("h2server: stream closed")
+)
+
+// conn is one caller's connection. Its reading goroutine (serve, the one
+// net/http gave it) handles every frame that comes in; handlers write
+// their own frames under wmu. Lock order: wmu, then mu; mu is never held
+// while writing.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	h      http.Handler
+	logger *log.Logger
+	ctx    context.Context // every request's context derives from it
+	cancel context.CancelFunc
+	remote string
+
+	rfr *http2.Framer // serve's
+
+	// Write side.
+	wmu     sync.Mutex
+	writers atomic.Int32 // writers waiting for wmu (lockWrite)
+	bw      *bufio.Writer
+	wfr     *http2.Framer
+	henc    *hpack.Encoder
+	hbuf    bytes.Buffer
+	// writeShut: our side is closed (closeGently); writes are dropped.
+	writeShut bool
+
+	lastRead atomic.Int64 // when the last frame came in (UnixNano)
+
+	mu   sync.Mutex
+	cond sync.Cond // a send window grew, a stream or the connection ended, a write deadline passed
+	err  error     // set once the connection is closed
+	// streams holds the streams the caller may still send on or we may
+	// still write on; active counts the streams whose handler is not done
+	// (MaxConcurrentStreams counts those).
+	streams   map[uint32]*stream
+	active    int
+	lastID    uint32 // the highest stream the caller opened
+	goingAway bool
+	// From the caller's SETTINGS.
+	peerWindow int64
+	maxFrame   uint32
+	// Flow control: what we may still send on the connection, what the
+	// caller may still send, and what was consumed and is not refunded.
+	sendWindow int64
+	recv       int64
+	unacked    int64
+	// Health: a PING of ours awaiting its ack.
+	pingOut  bool
+	pingData [8]byte
+	health   *time.Timer
+	idle     *time.Timer
+}
+
+func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger *log.Logger) *conn {
+	c := &conn{
+		s: s, nc: nc, h: h, logger: logger,
+		remote:     nc.RemoteAddr().String(),
+		streams:    make(map[uint32]*stream),
+		peerWindow: initialWindow,
+		maxFrame:   initialFrame,
+		sendWindow: initialWindow,
+		recv:       s.connWindow(),
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.cond.L = &c.mu
+	c.bw = bufio.NewWriterSize(nc, 16<<10)
+	c.wfr = http2.NewFramer(c.bw, nil)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.rfr.MaxHeaderListSize = s.headerListLimit()
+	c.rfr.SetReuseFrames()
+	return c
+}
+
+// serve sends our SETTINGS, then reads and handles frames until the
+// connection breaks or closes.
+func (c *conn) serve() {
+	err := c.write(func() error {
+		settings := []http2.Setting{
+			{ID: http2.SettingMaxConcurrentStreams, Val: c.s.maxStreams()},
+			{ID: http2.SettingInitialWindowSize, Val: uint32(c.s.streamWindow())},
+			{ID: http2.SettingMaxHeaderListSize, Val: c.s.headerListLimit()},
+		}
+		if err := c.wfr.WriteSettings(settings...); err != nil {
+			return err
+		}
+		if grow := c.recv - initialWindow; grow > 0 {
+			return c.wfr.WriteWindowUpdate(0, uint32(grow))
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	c.lastRead.Store(time.Now().UnixNano())
+	c.mu.Lock()
+	c.health = time.AfterFunc(orDefault(c.s.SendPingTimeout, 30*time.Second), c.checkHealth)
+	if d := c.s.IdleTimeout; d > 0 {
+		c.idle = time.AfterFunc(d, c.closeIfIdle)
+	}
+	c.mu.Unlock()
+	c.closeWith(c.readLoop())
+}
+
+// readLoop reads and handles frames until one breaks the connection.
+func (c *conn) readLoop() error {
+	// The client preface ends with a SETTINGS frame (RFC 9113 3.4).
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	first := true
+	for {
+		f, err := c.rfr.ReadFrame()
+		c.lastRead.Store(time.Now().UnixNano())
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				c.onStreamError(se)
+				continue
+			}
+			return err
+		}
+		if first {
+			if sf, ok := f.(*http2.SettingsFrame); !ok || sf.IsAck() {
+				return http2.ConnectionError(http2.ErrCodeProtocol)
+			}
+			_ = c.nc.SetReadDeadline(time.Time{})
+			first = false
+		}
+		// errStreamClosed: a write was dropped (a reset stream, or our
+		// side closed); the connection goes on.
+		if err := c.handle(f); err != nil && !errors.Is(err, errStreamClosed) {
+			return err
+		}
+	}
+}
+
+// closeWith closes the connection for err: a GOAWAY says why when the
+// caller broke the protocol, then every stream ends and every handler
+// waiting on one wakes.
+func (c *conn) closeWith(err error) {
+	var ce http2.ConnectionError
+	if errors.As(err, &ce) {
+		// Say why (RFC 9113 5.4.1). The deadline cuts a writer stuck on
+		// a full socket that holds the write lock.
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		c.lockWrite()
+		if !c.writeShut {
+			c.mu.Lock()
+			last := c.lastID
+			c.mu.Unlock()
+			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_ = c.wfr.WriteGoAway(last, http2.ErrCode(ce), nil)
+			_ = c.bw.Flush()
+		}
+		c.wmu.Unlock()
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	c.err = err
+	streams := c.streams
+	c.streams = map[uint32]*stream{}
+	for _, st := range streams {
+		st.endLocked(errConnClosed(err))
+	}
+	c.cond.Broadcast()
+	if c.health != nil {
+		c.health.Stop()
+	}
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	c.cancel()
+	_ = c.nc.Close()
+	if !isIOError(err) && !errors.Is(err, errIdle) && !errors.Is(err, errGoneAway) && !errors.Is(err, errShutdown) {
+		c.logger.Printf("h2server: connection from %s closed: %v", c.remote, err)
+	}
+}
+
+func errConnClosed(err error) error {
+	return fmt.Errorf("h2server: connection closed: %w", err)
+}
+
+func isIOError(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// write runs fn, which writes frames, under the write lock, then flushes
+// them within WriteTimeout. A failed write closes the connection; fn
+// returning errStreamClosed (its stream was reset meanwhile) does not.
+func (c *conn) write(fn func() error) error {
+	c.lockWrite()
+	if c.writeShut {
+		c.wmu.Unlock()
+		return errStreamClosed // closeGently: nothing more goes out
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.s.WriteTimeout, 30*time.Second)))
+	err := fn()
+	if err == nil || errors.Is(err, errStreamClosed) {
+		if ferr := c.flushLocked(); ferr != nil {
+			err = ferr
+		}
+	}
+	c.wmu.Unlock()
+	if err != nil && !errors.Is(err, errStreamClosed) {
+		c.closeWith(fmt.Errorf("writing: %w", err))
+	}
+	return err
+}
+
+// lockWrite takes the write lock, counted among the writers that wait for
+// it while it waits (see flushLocked).
+func (c *conn) lockWrite() {
+	c.writers.Add(1)
+	c.wmu.Lock()
+	c.writers.Add(-1)
+}
+
+// flushLocked sends the buffered frames to the socket, unless another
+// writer waits for the lock: that one sends them with its own. A burst of
+// answers on one connection then costs a system call per burst rather than
+// per answer; every holder of the lock flushes before it lets go, so the
+// last writer of a burst sends it all.
+func (c *conn) flushLocked() error {
+	if c.bw.Buffered() == 0 || c.writers.Load() > 0 {
+		return nil
+	}
+	return c.bw.Flush()
+}
+
+// handle handles one frame.
+func (c *conn) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.MetaHeadersFrame:
+		return c.onHeaders(f)
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.onSettings(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			data := f.Data
+			return c.write(func() error { return c.wfr.WritePing(true, data) })
+		}
+		c.mu.Lock()
+		if c.pingOut && f.Data == c.pingData {
+			c.pingOut = false
+			c.health.Reset(orDefault(c.s.SendPingTimeout, 30*time.Second))
+		}
+		c.mu.Unlock()
+		return nil
+	case *http2.RSTStreamFrame:
+		return c.onReset(f)
+	case *http2.PushPromiseFrame:
+		return http2.ConnectionError(http2.ErrCodeProtocol) // clients never push (RFC 9113 8.4)
+	default:
+		return nil // GOAWAY, PRIORITY and unknown frames ask nothing of us
+	}
+}
+
+func (c *conn) onSettings(f *http2.SettingsFrame) error {
+	table := int64(-1)
+	c.mu.Lock()
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			// The change applies to every open stream (RFC 9113 6.9.2).
+			delta := int64(s.Val) - c.peerWindow
+			for _, st := range c.streams {
+				if st.sendWindow+delta > maxWindow {
+					return http2.ConnectionError(http2.ErrCodeFlowControl)
+				}
+				st.sendWindow += delta
+			}
+			c.peerWindow = int64(s.Val)
+		case http2.SettingMaxFrameSize:
+			c.maxFrame = s.Val
+		case http2.SettingHeaderTableSize:
+			table = int64(s.Val)
+		}
+		return nil
+	})
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.write(func() error {
+		if table >= 0 {
+			// The table shrinks before the ack (RFC 9113 6.5.3).
+			c.henc.SetMaxDynamicTableSizeLimit(uint32(table))
+		}
+		return c.wfr.WriteSettingsAck()
+	})
+}
+
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inc := int64(f.Increment)
+	if f.StreamID == 0 {
+		if c.sendWindow+inc > maxWindow {
+			return http2.ConnectionError(http2.ErrCodeFlowControl)
+		}
+		c.sendWindow += inc
+		c.cond.Broadcast()
+		return nil
+	}
+	st := c.streams[f.StreamID]
+	if st == nil {
+		if f.StreamID > c.lastID {
+			return http2.ConnectionError(http2.ErrCodeProtocol) // an idle stream (RFC 9113 5.1)
+		}
+		return nil // a closed stream: the caller may not know yet
+	}
+	if st.sendWindow+inc > maxWindow {
+		c.resetLocked(st, http2.ErrCodeFlowControl, errors.New("h2server: the caller overflowed the stream's window"))
+		return nil
+	}
+	st.sendWindow += inc
+	c.cond.Broadcast()
+	return nil
+}
+
+func (c *conn) onReset(f *http2.RSTStreamFrame) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.streams[f.StreamID]
+	if st == nil {
+		if f.StreamID > c.lastID {
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		return nil
+	}
+	st.wireClosed.Store(true) // nothing more may be written on it
+	st.endLocked(fmt.Errorf("h2server: the caller reset the stream (%v)", f.ErrCode))
+	delete(c.streams, st.id)
+	go st.cancel() // the caller is gone: so is the request
+	return nil
+}
+
+// onStreamError resets the stream a malformed frame was on. A malformed
+// HEADERS still opened its stream, which is closed now.
+func (c *conn) onStreamError(se http2.StreamError) {
+	c.mu.Lock()
+	if se.StreamID > c.lastID {
+		c.lastID = se.StreamID
+	}
+	st := c.streams[se.StreamID]
+	if st != nil {
+		c.resetLocked(st, se.Code, fmt.Errorf("h2server: malformed frame: %w", se))
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.writeReset(se.StreamID, se.Code)
+}
+
+// resetLocked ends st and sends RST_STREAM with code, on a goroutine of its
+// own since mu is held. The stream's handler, if still running, finds its
+// reads and writes failing.
+func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
+	st.endLocked(err)
+	delete(c.streams, st.id)
+	st.resetCode.CompareAndSwap(0, uint32(code)+1)
+	go func() {
+		st.cancel()
+		_ = c.write(func() error {
+			st.wireGone()
+			return nil
+		})
+	}()
+}
+
+// writeReset sends RST_STREAM for a stream that has no record.
+func (c *conn) writeReset(id uint32, code http2.ErrCode) {
+	_ = c.write(func() error { return c.wfr.WriteRSTStream(id, code) })
+}
+
+// refundLocked gives the caller back n bytes of the connection's window,
+// once enough of them add up to be worth a frame; it returns what to send.
+func (c *conn) refundLocked(n int64) (grow int64) {
+	c.unacked += n
+	if c.err != nil || c.unacked < c.s.connWindow()/2 {
+		return 0
+	}
+	grow, c.unacked = c.unacked, 0
+	c.recv += grow
+	return grow
+}
+
+// sendWindowUpdates writes the refunds refundLocked and the stream's
+// returned: conn for the connection, strm for stream id.
+func (c *conn) sendWindowUpdates(id uint32, conn, strm int64) {
+	if conn == 0 && strm == 0 {
+		return
+	}
+	_ = c.write(func() error {
+		if conn > 0 {
+			if err := c.wfr.WriteWindowUpdate(0, uint32(conn)); err != nil {
+				return err
+			}
+		}
+		if strm > 0 {
+			return c.wfr.WriteWindowUpdate(id, uint32(strm))
+		}
+		return nil
+	})
+}

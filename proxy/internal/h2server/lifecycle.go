@@ -1,0 +1,110 @@
+package h2server
+
+import (
+	"crypto/rand"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// The connection's life apart from its frames: the graceful close, idle
+// close and the PINGs that find a caller gone.
+
+// goAway starts the graceful close: no new stream, and the close once the
+// streams open now are done.
+func (c *conn) goAway() {
+	c.mu.Lock()
+	if c.err != nil || c.goingAway {
+		c.mu.Unlock()
+		return
+	}
+	c.goingAway = true
+	last := c.lastID
+	idle := c.active == 0
+	c.mu.Unlock()
+	_ = c.write(func() error { return c.wfr.WriteGoAway(last, http2.ErrCodeNo, nil) })
+	if idle {
+		c.closeGently()
+	}
+}
+
+// closeGently ends a connection that has nothing more to send: the frames
+// still buffered go out, then a FIN; reading goes on for a moment so that
+// what the caller sends meanwhile (an ack, a WINDOW_UPDATE) does not turn
+// the close into a reset that could destroy the last answers in flight.
+// The reading goroutine ends at the caller's own close, or at the bound,
+// and closes the connection.
+func (c *conn) closeGently() {
+	c.lockWrite()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = c.bw.Flush()
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	shut := !c.writeShut && ok && cw.CloseWrite() == nil
+	// Acks and window updates the reading goroutine would still write
+	// are dropped: a write on the closed side would fail, and its close
+	// reset the connection under the answers in flight.
+	c.writeShut = true
+	c.wmu.Unlock()
+	if shut {
+		_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+		return
+	}
+	c.closeWith(errGoneAway)
+}
+
+// streamDoneLocked counts a stream's handler done; the connection's last
+// one lets a going-away connection close and starts the idle timer.
+func (c *conn) streamDoneLocked() {
+	c.active--
+	if c.active > 0 || c.err != nil {
+		return
+	}
+	if c.goingAway {
+		go c.closeGently()
+		return
+	}
+	if c.idle != nil {
+		c.idle.Reset(c.s.IdleTimeout)
+	}
+}
+
+func (c *conn) closeIfIdle() {
+	c.mu.Lock()
+	idle := c.active == 0 && c.err == nil && !c.goingAway
+	c.goingAway = c.goingAway || idle // a stream opened from now on is refused
+	last := c.lastID
+	c.mu.Unlock()
+	if idle {
+		_ = c.write(func() error { return c.wfr.WriteGoAway(last, http2.ErrCodeNo, nil) })
+		c.closeGently()
+	}
+}
+
+// checkHealth sends a PING when the caller has been silent for
+// SendPingTimeout, and closes the connection when a PING's ack is
+// PingTimeout late: a caller that vanished without a FIN or RST would
+// otherwise keep its held calls for as long as their deadlines allow.
+func (c *conn) checkHealth() {
+	every := orDefault(c.s.SendPingTimeout, 30*time.Second)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.pingOut {
+		c.mu.Unlock()
+		c.closeWith(errPingTimeout)
+		return
+	}
+	if quiet := time.Since(time.Unix(0, c.lastRead.Load())); quiet < every {
+		c.health.Reset(every - quiet)
+		c.mu.Unlock()
+		return
+	}
+	c.pingOut = true
+	_, _ = rand.Read(c.pingData[:])
+	data := c.pingData
+	c.health.Reset(orDefault(c.s.PingTimeout, 15*time.Second))
+	c.mu.Unlock()
+	_ = c.write(func() error { return c.wfr.WritePing(false, data) })
+}

@@ -1,0 +1,349 @@
+package h2server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
+)
+
+// okHandler reads the body and answers with its length and trailers.
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	if err != nil {
+		return
+	}
+	w.Header().Set("X-Read", fmt.Sprint(n))
+	w.Header().Set("X-Trailer", r.Trailer.Get("X-T"))
+	_, _ = io.WriteString(w, "ok")
+})
+
+func TestServerSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		srv        *h2server.Server
+		want       map[http2.SettingID]uint32
+		connWindow int64
+	}{{
+		name: "defaults",
+		srv:  &h2server.Server{},
+		want: map[http2.SettingID]uint32{
+			http2.SettingMaxConcurrentStreams: 250,
+			http2.SettingInitialWindowSize:    256 << 10,
+			http2.SettingMaxHeaderListSize:    http.DefaultMaxHeaderBytes + 320,
+		},
+		connWindow: 4 << 20,
+	}, {
+		name: "configured",
+		srv:  &h2server.Server{MaxConcurrentStreams: 7, StreamWindow: 100000, ConnWindow: 1 << 20, MaxHeaderBytes: 5000},
+		want: map[http2.SettingID]uint32{
+			http2.SettingMaxConcurrentStreams: 7,
+			http2.SettingInitialWindowSize:    100000,
+			http2.SettingMaxHeaderListSize:    5000 + 320,
+		},
+		connWindow: 1 << 20,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startServer(t, tc.srv, okHandler)
+			c := connectRaw(t, f.addr)
+			for id, v := range tc.want {
+				if got, ok := c.settings[id]; !ok || got != v {
+					t.Errorf("%v: %d (sent: %v), want %d", id, got, ok, v)
+				}
+			}
+			// The connection's WINDOW_UPDATE comes with the SETTINGS; the
+			// ack of ours after them.
+			c.until("the ack of our SETTINGS", func() bool { return c.settingsAcks > 0 })
+			if c.connWindow != tc.connWindow {
+				t.Errorf("connection window %d, want %d", c.connWindow, tc.connWindow)
+			}
+			c.get(1, "/")
+			c.ok(1, "200")
+		})
+	}
+}
+
+func TestPingIsAnswered(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := connectRaw(t, f.addr)
+	for range 3 {
+		c.alive() // checks the ack's data
+	}
+}
+
+func TestFirstFrameNotSettings(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := dialRaw(t, f.addr)
+	c.check(c.fr.WritePing(false, [8]byte{1}))
+	c.wantGoAway(http2.ErrCodeProtocol)
+}
+
+func TestFirstFrameSettingsAck(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := dialRaw(t, f.addr)
+	c.check(c.fr.WriteSettingsAck())
+	c.wantGoAway(http2.ErrCodeProtocol)
+}
+
+func TestEvenStreamID(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := connectRaw(t, f.addr)
+	c.get(2, "/")
+	c.wantGoAway(http2.ErrCodeProtocol)
+}
+
+func TestDecreasingStreamID(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := connectRaw(t, f.addr)
+	c.get(5, "/")
+	c.ok(5, "200")
+	c.alive() // stream 5's writer is done (TestGoAwayWhileWriting is about a busy one)
+	c.get(3, "/")
+	for c.goAway == nil && c.step() != nil {
+	}
+	if c.goAway == nil {
+		t.Fatalf("connection closed (%v) without a GOAWAY for a stream id below one already used", c.closedErr)
+	}
+	if code := c.goAway.code; code != http2.ErrCodeProtocol && code != http2.ErrCodeStreamClosed {
+		t.Errorf("GOAWAY %v, want PROTOCOL_ERROR or STREAM_CLOSED", code)
+	}
+	if c.goAway.lastID != 5 {
+		t.Errorf("GOAWAY's last stream %d, want 5", c.goAway.lastID)
+	}
+}
+
+func TestPushPromiseFromClient(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := connectRaw(t, f.addr)
+	c.get(1, "/")
+	c.ok(1, "200")
+	c.alive()
+	c.check(c.fr.WritePushPromise(http2.PushPromiseParam{
+		StreamID: 1, PromiseID: 2, BlockFragment: c.block(":method", "GET"), EndHeaders: true,
+	}))
+	c.wantGoAway(http2.ErrCodeProtocol)
+}
+
+// TestMalformedRequests: each request breaks RFC 9113 8.3 or 8.2.2 and is
+// reset with PROTOCOL_ERROR, no handler run; the connection serves on.
+func TestMalformedRequests(t *testing.T) {
+	base := func(skip string, extra ...string) []string {
+		var kv []string
+		for _, p := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/x"}, {":authority", "a.test"}} {
+			if p[0] != skip {
+				kv = append(kv, p[0], p[1])
+			}
+		}
+		return append(kv, extra...)
+	}
+	cases := []struct {
+		name string
+		kv   []string
+		end  bool
+	}{
+		{"no :method", base(":method"), true},
+		{"no :path", base(":path"), true},
+		{"no :scheme", base(":scheme"), true},
+		{"relative :path", []string{":method", "GET", ":scheme", "http", ":path", "x", ":authority", "a"}, true},
+		{"connection", base("", "connection", "close"), true},
+		{"transfer-encoding", base("", "transfer-encoding", "chunked"), false},
+		{"keep-alive", base("", "keep-alive", "5"), true},
+		{"upgrade", base("", "upgrade", "h2c"), true},
+		{"proxy-connection", base("", "proxy-connection", "x"), true},
+		{"te gzip", base("", "te", "gzip"), true},
+		{"te trailers, gzip", base("", "te", "trailers, gzip"), true},
+		{"content-length not a number", base("", "content-length", "ten"), false},
+		{"content-length negative", base("", "content-length", "-1"), false},
+		{"content-lengths differ", base("", "content-length", "1", "content-length", "2"), false},
+		{"content-length and no body", base("", "content-length", "3"), true},
+		{":protocol", base("", ":protocol", "websocket"), true},
+		{"CONNECT with :path", []string{":method", "CONNECT", ":scheme", "http", ":path", "/", ":authority", "a:1"}, true},
+		{"upper-case name", base("", "X-Upper", "v"), true},
+		{"pseudo after regular", append(base(":authority", "x-a", "b"), ":authority", "a"), true},
+		{"unknown pseudo", base("", ":bogus", "v"), true},
+		{"response pseudo", base("", ":status", "200"), true},
+		{"value with a newline", base("", "x-a", "b\nc"), true},
+		{"bad authority", base(":authority", ":authority", "a b"), true},
+	}
+	handled := make(chan string, len(cases)*2)
+	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled <- r.URL.Path
+	}))
+	c := connectRaw(t, f.addr)
+	id := uint32(1)
+	for _, tc := range cases {
+		c.headers(id, tc.end, tc.kv...)
+		st := c.response(id)
+		if st.rst == nil || *st.rst != http2.ErrCodeProtocol {
+			t.Fatalf("%s: status %q, reset %v; want RST_STREAM PROTOCOL_ERROR", tc.name, st.status, st.rst)
+		}
+		id += 2
+		c.get(id, "/after") // the connection and its HPACK state are fine
+		if st := c.response(id); st.rst != nil || st.status != "200" {
+			t.Fatalf("after %s: status %q, reset %v", tc.name, st.status, st.rst)
+		}
+		id += 2
+	}
+	close(handled)
+	for p := range handled {
+		if p != "/after" {
+			t.Errorf("a handler ran for malformed request %q", p)
+		}
+	}
+}
+
+func TestTETrailersAllowed(t *testing.T) {
+	f := startServer(t, nil, okHandler)
+	c := connectRaw(t, f.addr)
+	c.request(1, "GET", "/", true, "te", "trailers")
+	c.ok(1, "200")
+}
+
+// TestContentLengthMismatch: DATA that disagrees with the content-length
+// resets the stream with PROTOCOL_ERROR, and the handler's Read fails.
+func TestContentLengthMismatch(t *testing.T) {
+	g := newGate(t)
+	readErr := make(chan error, 4)
+	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.Copy(io.Discard, r.Body)
+		readErr <- err
+		<-g.ch // the handler's return does not race the reset (see TestResetWinsOverHandlerEnd)
+	}))
+	c := connectRaw(t, f.addr)
+	// Less than declared, then END_STREAM.
+	c.request(1, "POST", "/", false, "content-length", "10")
+	c.data(1, []byte("12345"), true)
+	c.wantReset(1, http2.ErrCodeProtocol)
+	if err := recv(t, readErr, "the handler's read"); err == nil {
+		t.Error("short body: Read ended cleanly")
+	}
+	// More than declared.
+	c.request(3, "POST", "/", false, "content-length", "3")
+	c.data(3, []byte("12345"), false)
+	c.wantReset(3, http2.ErrCodeProtocol)
+	if err := recv(t, readErr, "the handler's read"); err == nil {
+		t.Error("long body: Read ended cleanly")
+	}
+	// More than declared, over two frames.
+	c.request(5, "POST", "/", false, "content-length", "4")
+	c.data(5, []byte("123"), false)
+	c.data(5, []byte("45"), true)
+	c.wantReset(5, http2.ErrCodeProtocol)
+	if err := recv(t, readErr, "the handler's read"); err == nil {
+		t.Error("long body in two frames: Read ended cleanly")
+	}
+	g.open()
+	c.alive()
+}
+
+// TestRequestTrailers: trailers after DATA reach req.Trailer once the body
+// is read to its end.
+func TestRequestTrailers(t *testing.T) {
+	g := newGate(t)
+	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			<-g.ch // the handler's return does not race the reset (see TestResetWinsOverHandlerEnd)
+			return
+		}
+		w.Header().Set("X-Read", fmt.Sprint(r.ContentLength))
+		w.Header().Set("X-Trailer", r.Trailer.Get("X-T"))
+	}))
+	c := connectRaw(t, f.addr)
+	c.request(1, "POST", "/", false, "trailer", "X-T")
+	c.data(1, []byte("some body"), false)
+	c.headers(1, true, "x-t", "trailer-value")
+	st := c.ok(1, "200")
+	if got := st.header.Get("X-Trailer"); got != "trailer-value" {
+		t.Errorf("the handler saw trailer %q", got)
+	}
+	if got := st.header.Get("X-Read"); got != "-1" {
+		t.Errorf("the request's ContentLength %s, want -1 (unknown)", got)
+	}
+	// Trailers without END_STREAM, or with pseudo-fields, are malformed.
+	c.request(3, "POST", "/", false)
+	c.headers(3, false, "x-t", "v")
+	c.wantReset(3, http2.ErrCodeProtocol)
+	c.request(5, "POST", "/", false)
+	c.headers(5, true, ":path", "/", "x-t", "v")
+	c.wantReset(5, http2.ErrCodeProtocol)
+	c.alive()
+}
+
+// TestContinuationRequest: a request's header block split over HEADERS
+// and CONTINUATION frames.
+func TestContinuationRequest(t *testing.T) {
+	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Got", r.Header.Get("X-Long"))
+	}))
+	c := connectRaw(t, f.addr)
+	long := strings.Repeat("v", 3000)
+	block := c.block(":method", "GET", ":scheme", "http", ":path", "/", ":authority", "a", "x-long", long)
+	c.check(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:10], EndStream: true}))
+	c.check(c.fr.WriteContinuation(1, false, block[10:100]))
+	c.check(c.fr.WriteContinuation(1, true, block[100:]))
+	st := c.ok(1, "200")
+	if st.header.Get("X-Got") != long {
+		t.Errorf("the handler saw X-Long of %d bytes, want %d", len(st.header.Get("X-Got")), len(long))
+	}
+}
+
+// TestHeaderListTooLarge: a header list over MaxHeaderBytes is answered
+// 431 without a handler, and the connection's HPACK state stays in step.
+func TestHeaderListTooLarge(t *testing.T) {
+	ran := make(chan struct{}, 4)
+	f := startServer(t, &h2server.Server{MaxHeaderBytes: 1000}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran <- struct{}{}
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	c := connectRaw(t, f.addr)
+	var big []string
+	for i := range 20 {
+		big = append(big, fmt.Sprintf("x-h%02d", i), strings.Repeat(fmt.Sprint(i%10), 90))
+	}
+	c.request(1, "GET", "/", true, big...)
+	if st := c.ok(1, "431"); st.header.Get("Content-Type") == "" {
+		t.Errorf("431 answer without a content-type: %v", st.header)
+	}
+	// With a body coming: 431, then RST_STREAM(NO_ERROR) stops the body.
+	c.request(3, "POST", "/", false, big...)
+	st := c.response(3)
+	if st.status != "431" {
+		t.Fatalf("stream 3: status %q, want 431", st.status)
+	}
+	c.until("the stream's reset", func() bool { return st.rst != nil })
+	if *st.rst != http2.ErrCodeNo {
+		t.Errorf("stream 3 reset with %v, want NO_ERROR", *st.rst)
+	}
+	c.data(3, []byte("dropped"), true) // may still come: ignored
+	c.get(5, "/small")
+	c.ok(5, "200")
+	if n := len(ran); n != 1 {
+		t.Errorf("%d handlers ran, want only the small request's", n)
+	}
+}
+
+// TestResponseHeaderTableSize: a client that allows no dynamic HPACK table
+// still decodes every answer: the server's encoder honours
+// SETTINGS_HEADER_TABLE_SIZE.
+func TestResponseHeaderTableSize(t *testing.T) {
+	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Repeated-Header", "the same value every time")
+	}))
+	c := dialRaw(t, f.addr)
+	c.dec = hpack.NewDecoder(0, nil)
+	c.dec.SetAllowedMaxDynamicTableSize(0)
+	c.fr.ReadMetaHeaders = c.dec
+	c.check(c.fr.WriteSettings(http2.Setting{ID: http2.SettingHeaderTableSize, Val: 0}))
+	for id := uint32(1); id < 10; id += 2 {
+		c.get(id, "/")
+		if st := c.ok(id, "200"); st.header.Get("X-Repeated-Header") != "the same value every time" {
+			t.Fatalf("stream %d: header %q", id, st.header.Get("X-Repeated-Header"))
+		}
+	}
+}

@@ -1,0 +1,420 @@
+package h2server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// stream is one request. While its handler is detached and the answer
+// not yet there, it is all the request holds on the server side, with its
+// http.Request. Fields below "guarded by c.mu" are; the response half
+// (responseWriter) belongs to whoever writes the answer.
+type stream struct {
+	c      *conn
+	id     uint32
+	req    *http.Request
+	cancel func() // ends req's context
+
+	// wireClosed: END_STREAM or RST_STREAM went out, or the caller reset
+	// the stream; nothing more is written on it. Set under wmu, or by
+	// the reading goroutine when the caller's RST_STREAM comes.
+	wireClosed atomic.Bool
+	// resetCode, if not 0, is the RST_STREAM code (plus one) a fault asked
+	// for: the next writer sends it instead of its frame (wireGone).
+	resetCode atomic.Uint32
+	// headersOut: the answer's final HEADERS went out (guarded by wmu).
+	headersOut bool
+
+	// guarded by c.mu
+	// ready is signalled (never blocking) when the body's state changes
+	// or the read deadline passes: the reader waiting on it looks again.
+	// Made by the first to wait.
+	ready chan struct{}
+	// err ends the stream: the caller reset it, the connection closed, or
+	// it was reset for a fault.
+	err error
+	// The request body: received and not read yet, buf[off:]; eof: the
+	// caller ended its side (buf holds the rest).
+	buf       []byte
+	off       int
+	eof       bool
+	bodyShut  bool // the handler closed the body: what comes is dropped
+	declared  int64
+	received  int64
+	continued bool // a 100 Continue went out, or none is due
+	// Flow control: what the caller may still send on the stream, what
+	// was read and is not refunded yet, what we may still send.
+	recv       int64
+	unacked    int64
+	sendWindow int64
+	// Deadlines (ResponseController): zero means none; their timers
+	// signal the waiters once they pass.
+	readDeadline, writeDeadline time.Time
+	readTimer, writeTimer       *time.Timer
+	finished                    bool // finish ran
+	released                    bool // no longer counted active (release)
+
+	rw responseState // the answer; owned by its writer
+}
+
+func (st *stream) readyLocked() chan struct{} {
+	if st.ready == nil {
+		st.ready = make(chan struct{}, 1)
+	}
+	return st.ready
+}
+
+func (st *stream) signalLocked() {
+	if st.ready != nil {
+		select {
+		case st.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// endLocked ends st with err unless it ended already, and wakes its
+// reader and writer.
+func (st *stream) endLocked(err error) {
+	if st.err == nil {
+		st.err = err
+	}
+	st.signalLocked()
+	st.c.cond.Broadcast()
+}
+
+// onHeaders opens a stream, or takes a request's trailers.
+func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if id%2 == 0 {
+		return http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	c.mu.Lock()
+	if st := c.streams[id]; st != nil {
+		defer c.mu.Unlock()
+		return c.onTrailersLocked(st, f)
+	}
+	if id <= c.lastID {
+		c.mu.Unlock()
+		if len(f.PseudoFields()) > 0 {
+			// A new request on a used stream id (RFC 9113 5.1.1).
+			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		// Trailers on a stream that is closed, sent before the caller saw
+		// our RST_STREAM or END_STREAM, which RFC 9113 5.1 tells us to
+		// ignore. The block was decoded: the HPACK state stays in step.
+		return nil
+	}
+	c.lastID = id
+	switch {
+	case c.goingAway || c.err != nil:
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeRefusedStream)
+		return nil
+	case f.Truncated:
+		c.mu.Unlock()
+		c.refuseHeaderList(id, f.StreamEnded())
+		return nil
+	case c.active >= int(c.s.maxStreams()):
+		// The caller went past our SETTINGS, or still runs handlers of
+		// streams it reset: refused, it may try again (RFC 9113 8.7).
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeRefusedStream)
+		return nil
+	}
+	c.mu.Unlock()
+
+	st := &stream{c: c, id: id}
+	req, err := c.newRequest(st, f)
+	if err != nil {
+		c.writeReset(id, http2.ErrCodeProtocol)
+		return nil
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		st.cancel()
+		return nil
+	}
+	st.req = req
+	// At least RFC 9113's initial window: the caller may send that much
+	// before it sees our SETTINGS (6.9.3).
+	st.recv = max(c.s.streamWindow(), initialWindow)
+	st.sendWindow = c.peerWindow
+	st.eof = f.StreamEnded()
+	c.streams[id] = st
+	c.active++
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.mu.Unlock()
+	go c.runHandler(st)
+	return nil
+}
+
+// onTrailersLocked takes the trailers that end a request's body.
+func (c *conn) onTrailersLocked(st *stream, f *http2.MetaHeadersFrame) error {
+	if st.eof {
+		c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: HEADERS after the request ended"))
+		return nil
+	}
+	if !f.StreamEnded() || len(f.PseudoFields()) > 0 || f.Truncated {
+		c.resetLocked(st, http2.ErrCodeProtocol, errors.New("h2server: malformed trailers"))
+		return nil
+	}
+	if st.declared >= 0 && st.received != st.declared {
+		c.resetLocked(st, http2.ErrCodeProtocol, errBodyLength)
+		return nil
+	}
+	for _, hf := range f.RegularFields() {
+		if st.req.Trailer == nil {
+			st.req.Trailer = make(http.Header)
+		}
+		k := canonicalKey(hf.Name)
+		st.req.Trailer[k] = append(st.req.Trailer[k], hf.Value)
+	}
+	st.eof = true
+	st.signalLocked()
+	return nil
+}
+
+var errBodyLength = errors.New("h2server: the body's length differs from its content-length")
+
+// onData takes a DATA frame: its bytes go to the stream's body, or are
+// refunded at once when nothing will read them.
+func (c *conn) onData(f *http2.DataFrame) error {
+	n := int64(f.Length)
+	data := f.Data()
+	c.mu.Lock()
+	if n > c.recv {
+		c.mu.Unlock()
+		return http2.ConnectionError(http2.ErrCodeFlowControl)
+	}
+	c.recv -= n
+	st := c.streams[f.StreamID]
+	if st == nil || st.eof || st.err != nil {
+		if f.StreamID > c.lastID {
+			c.mu.Unlock()
+			return http2.ConnectionError(http2.ErrCodeProtocol) // an idle stream
+		}
+		grow := c.refundLocked(n)
+		if st != nil {
+			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
+		}
+		c.mu.Unlock()
+		c.sendWindowUpdates(0, grow, 0)
+		return nil
+	}
+	if n > st.recv {
+		grow := c.refundLocked(n)
+		c.resetLocked(st, http2.ErrCodeFlowControl, errors.New("h2server: the caller overflowed the stream's window"))
+		c.mu.Unlock()
+		c.sendWindowUpdates(0, grow, 0)
+		return nil
+	}
+	st.recv -= n
+	st.received += int64(len(data))
+	if st.declared >= 0 && (st.received > st.declared || f.StreamEnded() && st.received != st.declared) {
+		grow := c.refundLocked(n)
+		c.resetLocked(st, http2.ErrCodeProtocol, errBodyLength)
+		c.mu.Unlock()
+		c.sendWindowUpdates(0, grow, 0)
+		return nil
+	}
+	// Padding, and what a closed body drops, is refunded at once.
+	drop := n - int64(len(data))
+	if st.bodyShut {
+		drop = n
+	} else if len(data) > 0 {
+		if st.off == len(st.buf) {
+			st.buf, st.off = st.buf[:0], 0
+		}
+		st.buf = append(st.buf, data...)
+	}
+	st.eof = f.StreamEnded()
+	var grow, sgrow int64
+	if drop > 0 {
+		grow = c.refundLocked(drop)
+		if !st.eof {
+			sgrow = st.refundLocked(drop)
+		}
+	}
+	st.signalLocked()
+	c.mu.Unlock()
+	c.sendWindowUpdates(f.StreamID, grow, sgrow)
+	return nil
+}
+
+// refundLocked gives the caller back n bytes of st's window, once enough
+// add up; it returns what to send.
+func (st *stream) refundLocked(n int64) (grow int64) {
+	st.unacked += n
+	if st.eof || st.err != nil || st.unacked < st.c.s.streamWindow()/2 {
+		return 0
+	}
+	grow, st.unacked = st.unacked, 0
+	st.recv += grow
+	return grow
+}
+
+// requestBody is a stream's request body, for its handler.
+type requestBody stream
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	st := (*stream)(b)
+	c := st.c
+	c.mu.Lock()
+	if !st.continued {
+		st.continued = true
+		if st.rw.expectContinue {
+			c.mu.Unlock()
+			_ = (*responseWriter)(st).writeContinue()
+			c.mu.Lock()
+		}
+	}
+	for {
+		switch {
+		case st.bodyShut:
+			c.mu.Unlock()
+			return 0, http.ErrBodyReadAfterClose
+		case st.off < len(st.buf):
+			n := copy(p, st.buf[st.off:])
+			st.off += n
+			if st.off == len(st.buf) {
+				st.buf, st.off = nil, 0 // a held call keeps no body buffer
+			}
+			grow, sgrow := c.refundLocked(int64(n)), st.refundLocked(int64(n))
+			c.mu.Unlock()
+			c.sendWindowUpdates(st.id, grow, sgrow)
+			return n, nil
+		case st.eof:
+			c.mu.Unlock()
+			return 0, io.EOF
+		case st.err != nil:
+			err := st.err
+			c.mu.Unlock()
+			return 0, err
+		case len(p) == 0:
+			c.mu.Unlock()
+			return 0, nil
+		case passed(st.readDeadline):
+			c.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+		ready := st.readyLocked()
+		c.mu.Unlock()
+		<-ready
+		c.mu.Lock()
+	}
+}
+
+// Close drops the rest of the body: what is buffered and what comes.
+func (b *requestBody) Close() error {
+	st := (*stream)(b)
+	c := st.c
+	c.mu.Lock()
+	if st.bodyShut {
+		c.mu.Unlock()
+		return nil
+	}
+	st.bodyShut = true
+	grow := c.refundLocked(int64(len(st.buf) - st.off))
+	st.buf, st.off = nil, 0
+	st.signalLocked()
+	c.mu.Unlock()
+	c.sendWindowUpdates(0, grow, 0)
+	return nil
+}
+
+func passed(t time.Time) bool { return !t.IsZero() && !time.Now().Before(t) }
+
+// setDeadline sets one of st's deadlines (d, with its timer) to t.
+func (st *stream) setDeadline(d *time.Time, timer **time.Timer, t time.Time) error {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.finished {
+		return fmt.Errorf("h2server: deadline set after the request ended: %w", http.ErrNotSupported)
+	}
+	*d = t
+	if *timer != nil {
+		(*timer).Stop()
+	}
+	if t.IsZero() {
+		return nil
+	}
+	wake := func() {
+		c.mu.Lock()
+		st.signalLocked()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+	if until := time.Until(t); until > 0 {
+		if *timer == nil {
+			*timer = time.AfterFunc(until, wake)
+		} else {
+			(*timer).Reset(until)
+		}
+		return nil
+	}
+	st.signalLocked()
+	c.cond.Broadcast()
+	return nil
+}
+
+// refuseHeaderList answers a request whose header list went past
+// MaxHeaderBytes with a 431 and no handler, as net/http does for HTTP/1.1,
+// and stops the body if one is coming.
+func (c *conn) refuseHeaderList(id uint32, ended bool) {
+	_ = c.write(func() error {
+		c.hbuf.Reset()
+		c.encode(":status", "431")
+		c.encode("content-type", "text/plain; charset=utf-8")
+		if err := c.writeBlockLocked(id, true); err != nil {
+			return err
+		}
+		if !ended {
+			return c.wfr.WriteRSTStream(id, http2.ErrCodeNo)
+		}
+		return nil
+	})
+}
+
+// wireGone is called under wmu before a frame of st is written: it sends
+// the reset a fault asked for, if any, and reports whether nothing more
+// may be written on st. A handler that ends its answer as the stream is
+// reset under it thus cannot slip a clean END_STREAM in before the reset.
+func (st *stream) wireGone() bool {
+	if st.wireClosed.Load() {
+		return true
+	}
+	if code := st.resetCode.Load(); code != 0 {
+		st.wireClosed.Store(true)
+		_ = st.c.wfr.WriteRSTStream(st.id, http2.ErrCode(code-1))
+		return true
+	}
+	return false
+}
+
+// release stops counting st against MaxConcurrentStreams, once: called
+// under wmu right before the frame that ends the stream goes out, so that
+// a caller that opens its next stream on seeing it is not refused.
+func (c *conn) release(st *stream) {
+	c.mu.Lock()
+	c.releaseLocked(st)
+	c.mu.Unlock()
+}
+
+func (c *conn) releaseLocked(st *stream) {
+	if !st.released {
+		st.released = true
+		c.streamDoneLocked()
+	}
+}
