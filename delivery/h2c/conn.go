@@ -2,19 +2,18 @@ package h2c
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"knative.dev/event-forwarding-proxy/delivery/h2c/h2conn"
 )
 
 // Windows and limits of RFC 9113 that a connection starts with.
@@ -32,8 +31,8 @@ var (
 )
 
 // conn is one h2c connection. Its reading goroutine (readLoop) handles
-// every frame that comes in; callers write their own frames under wmu.
-// Lock order: Transport.mu, then wmu, then mu; mu is never held while
+// every frame that comes in; callers write their own frames under w's lock.
+// Lock order: Transport.mu, then w's lock, then mu; mu is never held while
 // writing.
 type conn struct {
 	t    *Transport
@@ -45,16 +44,8 @@ type conn struct {
 	rfr *http2.Framer
 
 	// Write side.
-	wmu sync.Mutex
-	// writers counts the writers waiting for wmu (lockWrite).
-	writers atomic.Int32
-	bw      *bufio.Writer
-	wfr     *http2.Framer
-	henc    *hpack.Encoder
-	hbuf    bytes.Buffer
-
-	// lastRead is when the last frame came in (UnixNano).
-	lastRead atomic.Int64
+	w      *h2conn.Writer
+	health h2conn.Health
 
 	mu   sync.Mutex
 	cond sync.Cond // a send window grew, or a stream or the connection ended
@@ -79,10 +70,6 @@ type conn struct {
 	// GOAWAY from the destination.
 	goAway   bool
 	lastGood uint32
-	// Health: a PING of ours awaiting its ack.
-	pingOut  bool
-	pingData [8]byte
-	health   *time.Timer
 	idle     *time.Timer
 }
 
@@ -100,9 +87,7 @@ func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
 		reserved:      1, // the dialer's own call
 	}
 	c.cond.L = &c.mu
-	c.bw = bufio.NewWriterSize(nc, 16<<10)
-	c.wfr = http2.NewFramer(c.bw, nil)
-	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.w = h2conn.NewWriter(nc)
 	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = uint32(min(t.headerLimit(), math.MaxUint32))
@@ -131,7 +116,7 @@ func (c *conn) handshake(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	if _, err := c.bw.WriteString(http2.ClientPreface); err != nil {
+	if _, err := c.w.BW.WriteString(http2.ClientPreface); err != nil {
 		return err
 	}
 	settings := []http2.Setting{
@@ -139,15 +124,15 @@ func (c *conn) handshake(ctx context.Context) error {
 		{ID: http2.SettingInitialWindowSize, Val: uint32(c.t.streamWindow())},
 		{ID: http2.SettingMaxHeaderListSize, Val: c.rfr.MaxHeaderListSize},
 	}
-	if err := c.wfr.WriteSettings(settings...); err != nil {
+	if err := c.w.FR.WriteSettings(settings...); err != nil {
 		return err
 	}
 	if grow := c.recvWindow - initialWindow; grow > 0 {
-		if err := c.wfr.WriteWindowUpdate(0, uint32(grow)); err != nil {
+		if err := c.w.FR.WriteWindowUpdate(0, uint32(grow)); err != nil {
 			return err
 		}
 	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.w.BW.Flush(); err != nil {
 		return ctxError(ctx, err)
 	}
 	f, err := c.rfr.ReadFrame()
@@ -163,20 +148,19 @@ func (c *conn) handshake(ctx context.Context) error {
 		return err
 	}
 	if table >= 0 {
-		c.henc.SetMaxDynamicTableSizeLimit(uint32(table))
+		c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
 	}
-	if err := c.wfr.WriteSettingsAck(); err != nil {
+	if err := c.w.FR.WriteSettingsAck(); err != nil {
 		return err
 	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.w.BW.Flush(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	_ = c.nc.SetDeadline(time.Time{})
-	c.lastRead.Store(time.Now().UnixNano())
-	c.health = time.AfterFunc(orDefault(c.t.SendPingTimeout, 30*time.Second), c.checkHealth)
+	c.health.Start(orDefault(c.t.SendPingTimeout, 30*time.Second), orDefault(c.t.PingTimeout, 15*time.Second), c.checkHealth)
 	c.idle = time.AfterFunc(time.Hour, c.closeIfIdle)
 	c.idle.Stop()
 	return nil
@@ -222,7 +206,7 @@ func (c *conn) readLoop() {
 	for {
 		var f http2.Frame
 		f, err = c.rfr.ReadFrame()
-		c.lastRead.Store(time.Now().UnixNano())
+		c.health.Read()
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
@@ -248,25 +232,20 @@ func (c *conn) fail(err error) {
 	switch {
 	case errors.As(err, &ce):
 		code = http2.ErrCode(ce)
-	case isIOError(err):
+	case h2conn.IsIOError(err):
 		code = math.MaxUint32
 	default:
 		code = http2.ErrCodeProtocol
 	}
-	if code != math.MaxUint32 && c.wmu.TryLock() {
+	if code != math.MaxUint32 && c.w.TryLock() {
 		// Say why, when the write side is free; a writer stuck on a
 		// full socket is cut by the close below instead.
 		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = c.wfr.WriteGoAway(0, code, nil)
-		_ = c.bw.Flush()
-		c.wmu.Unlock()
+		_ = c.w.FR.WriteGoAway(0, code, nil)
+		_ = c.w.BW.Flush()
+		c.w.Unlock()
 	}
 	c.close(fmt.Errorf("h2c: connection to %s broke: %w", c.addr, err))
-}
-
-func isIOError(err error) bool {
-	var ne net.Error
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
 }
 
 // close closes the connection and ends every stream on it with err.
@@ -286,8 +265,8 @@ func (c *conn) close(err error) {
 		s.endLocked(err)
 	}
 	c.cond.Broadcast()
-	if c.health != nil {
-		c.health.Stop()
+	c.health.Stop()
+	if c.idle != nil {
 		c.idle.Stop()
 	}
 	c.mu.Unlock()
@@ -298,13 +277,13 @@ func (c *conn) close(err error) {
 // write runs fn, which writes frames, under the write lock, then flushes
 // them within WriteTimeout. A failed write breaks the connection.
 func (c *conn) write(fn func() error) error {
-	c.lockWrite()
+	c.w.Lock()
 	c.armWriteLocked()
 	err := fn()
 	if err == nil {
-		err = c.flushLocked()
+		err = c.w.FlushLocked()
 	}
-	c.wmu.Unlock()
+	c.w.Unlock()
 	if err != nil {
 		c.close(fmt.Errorf("h2c: writing to %s: %w", c.addr, err))
 	}
@@ -317,31 +296,11 @@ func (c *conn) armWriteLocked() {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.t.WriteTimeout, 30*time.Second)))
 }
 
-// lockWrite takes the write lock, counted among the writers that wait for
-// it while it waits (see flushLocked).
-func (c *conn) lockWrite() {
-	c.writers.Add(1)
-	c.wmu.Lock()
-	c.writers.Add(-1)
-}
-
-// flushLocked sends the buffered frames to the socket, unless another
-// writer waits for the lock: that one sends them with its own. A burst of
-// calls on one connection then costs a system call per burst rather than
-// per call. Every holder of the lock flushes before it lets go (or the
-// connection breaks), so the last writer of a burst sends it all.
-func (c *conn) flushLocked() error {
-	if c.bw.Buffered() == 0 || c.writers.Load() > 0 {
-		return nil
-	}
-	return c.bw.Flush()
-}
-
 // unlockWrite lets go of the write lock taken by a writer that wrote
 // nothing, once it has sent what the writers before it left buffered.
 func (c *conn) unlockWrite() {
-	err := c.flushLocked()
-	c.wmu.Unlock()
+	err := c.w.FlushLocked()
+	c.w.Unlock()
 	if err != nil {
 		c.close(fmt.Errorf("h2c: writing to %s: %w", c.addr, err))
 	}

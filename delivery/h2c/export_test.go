@@ -1,14 +1,14 @@
 package h2c
 
 // WaitingWriters is how many writers wait for the write locks of t's
-// connections (conn.lockWrite): a test lines up a burst of writes with it.
+// connections (h2conn.Writer.Lock): a test lines up a burst of writes with it.
 func (t *Transport) WaitingWriters() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
 	for _, p := range t.pools {
 		for _, c := range p.conns {
-			n += int(c.writers.Load())
+			n += c.w.Waiting()
 		}
 	}
 	return n

@@ -4,7 +4,6 @@ package h2c
 // SETTINGS, PING, WINDOW_UPDATE, GOAWAY, and the health check's PING.
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -30,23 +29,18 @@ func (c *conn) handle(f http2.Frame) error {
 		return c.write(func() error {
 			if table >= 0 {
 				// The table shrinks before the ack, as RFC 9113 6.5.3 asks.
-				c.henc.SetMaxDynamicTableSizeLimit(uint32(table))
+				c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
 			}
-			return c.wfr.WriteSettingsAck()
+			return c.w.FR.WriteSettingsAck()
 		})
 	case *http2.WindowUpdateFrame:
 		return c.onWindowUpdate(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			data := f.Data
-			return c.write(func() error { return c.wfr.WritePing(true, data) })
+			return c.write(func() error { return c.w.FR.WritePing(true, data) })
 		}
-		c.mu.Lock()
-		if c.pingOut && f.Data == c.pingData {
-			c.pingOut = false
-			c.health.Reset(orDefault(c.t.SendPingTimeout, 30*time.Second))
-		}
-		c.mu.Unlock()
+		c.health.Acked(f.Data)
 		return nil
 	case *http2.RSTStreamFrame:
 		c.onReset(f)
@@ -155,26 +149,11 @@ func (c *conn) onGoAway(f *http2.GoAwayFrame) {
 // checkHealth runs when nothing was read for SendPingTimeout: it sends a
 // PING; when the PING's ack is late by PingTimeout, the connection breaks.
 func (c *conn) checkHealth() {
-	every := orDefault(c.t.SendPingTimeout, 30*time.Second)
-	c.mu.Lock()
-	if c.broken {
-		c.mu.Unlock()
-		return
-	}
-	if c.pingOut {
-		c.mu.Unlock()
+	dead, ping := c.health.Check()
+	switch {
+	case dead:
 		c.close(fmt.Errorf("h2c: %s did not answer a ping within %v", c.addr, orDefault(c.t.PingTimeout, 15*time.Second)))
-		return
+	case ping != nil:
+		_ = c.write(func() error { return c.w.FR.WritePing(false, *ping) })
 	}
-	if quiet := time.Since(time.Unix(0, c.lastRead.Load())); quiet < every {
-		c.health.Reset(every - quiet)
-		c.mu.Unlock()
-		return
-	}
-	c.pingOut = true
-	_, _ = rand.Read(c.pingData[:])
-	data := c.pingData
-	c.health.Reset(orDefault(c.t.PingTimeout, 15*time.Second))
-	c.mu.Unlock()
-	_ = c.write(func() error { return c.wfr.WritePing(false, data) })
 }

@@ -328,7 +328,7 @@ func (s *stream) send(ctx context.Context, data []byte, end bool) error {
 		c.mu.Unlock()
 		chunk := data[:n]
 		data = data[n:]
-		if err := c.write(func() error { return c.wfr.WriteData(s.id, end && len(data) == 0, chunk) }); err != nil {
+		if err := c.write(func() error { return c.w.FR.WriteData(s.id, end && len(data) == 0, chunk) }); err != nil {
 			return err
 		}
 	}

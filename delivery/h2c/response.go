@@ -173,7 +173,7 @@ func (c *conn) endBodyLocked(s *stream) (freed, rst bool) {
 // afterEnd does what endBodyLocked left to its caller.
 func (c *conn) afterEnd(id uint32, freed, rst bool) {
 	if rst {
-		_ = c.write(func() error { return c.wfr.WriteRSTStream(id, http2.ErrCodeProtocol) })
+		_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, http2.ErrCodeProtocol) })
 	}
 	if freed {
 		c.t.roomFreed(c.pool)
@@ -270,12 +270,12 @@ func (c *conn) refund(id uint32, conn, st int64) {
 	}
 	_ = c.write(func() error {
 		if conn > 0 {
-			if err := c.wfr.WriteWindowUpdate(0, uint32(conn)); err != nil {
+			if err := c.w.FR.WriteWindowUpdate(0, uint32(conn)); err != nil {
 				return err
 			}
 		}
 		if st > 0 {
-			return c.wfr.WriteWindowUpdate(id, uint32(st))
+			return c.w.FR.WriteWindowUpdate(id, uint32(st))
 		}
 		return nil
 	})

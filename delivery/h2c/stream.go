@@ -148,7 +148,7 @@ func (c *conn) start(ctx context.Context, s *stream, o *outgoing) error {
 // the windows let it go at once; stream says the body is left to a
 // writer. Ids go out in order: both happen under the write lock.
 func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
-	c.lockWrite()
+	c.w.Lock()
 	c.mu.Lock()
 	if err := c.refusalLocked(o); err != nil {
 		return false, err
@@ -174,21 +174,21 @@ func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
 	// Encoded here rather than through writeHeaderBlock: the hpack
 	// encoder's table is the call's deepest point, and one frame less on
 	// the way keeps a held call's stack at 4 KiB (docs/benchmarks.md).
-	c.hbuf.Reset()
+	c.w.Block.Reset()
 	o.encodeHeaders(c.field)
 	err = c.writeBlock(s.id, sentEnd && !inline, maxFrame)
 	for rest := o.data; inline && err == nil; {
 		chunk := rest[:min(len(rest), maxFrame)]
 		rest = rest[len(chunk):]
-		err = c.wfr.WriteData(s.id, len(rest) == 0, chunk)
+		err = c.w.FR.WriteData(s.id, len(rest) == 0, chunk)
 		if len(rest) == 0 {
 			break
 		}
 	}
 	if err == nil {
-		err = c.flushLocked()
+		err = c.w.FlushLocked()
 	}
-	c.wmu.Unlock()
+	c.w.Unlock()
 	if err != nil {
 		return false, c.writeFailed(err)
 	}
@@ -228,33 +228,33 @@ func (c *conn) writeFailed(err error) error {
 
 // writeHeaderBlock encodes a header block with encode (names lower-cased
 // here, as HTTP/2 requires) and writes it as HEADERS and CONTINUATION
-// frames of at most maxFrame bytes. The caller holds wmu.
+// frames of at most maxFrame bytes. The caller holds the write lock.
 func (c *conn) writeHeaderBlock(id uint32, endStream bool, maxFrame int, encode func(emit func(name, value string))) error {
-	c.hbuf.Reset()
+	c.w.Block.Reset()
 	encode(c.field)
 	return c.writeBlock(id, endStream, maxFrame)
 }
 
 // field encodes one header field into the block being built; the caller
-// holds wmu.
+// holds the write lock.
 func (c *conn) field(name, value string) {
-	_ = c.henc.WriteField(hpackField(lowerName(name), value))
+	_ = c.w.Enc.WriteField(hpackField(lowerName(name), value))
 }
 
 // writeBlock writes the encoded block as HEADERS and CONTINUATION frames;
-// the caller holds wmu.
+// the caller holds the write lock.
 func (c *conn) writeBlock(id uint32, endStream bool, maxFrame int) error {
-	block := c.hbuf.Bytes()
+	block := c.w.Block.Bytes()
 	first := true
 	for first || len(block) > 0 {
 		frag := block[:min(len(block), maxFrame)]
 		block = block[len(frag):]
 		var err error
 		if first {
-			err = c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(block) == 0})
+			err = c.w.FR.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(block) == 0})
 			first = false
 		} else {
-			err = c.wfr.WriteContinuation(id, len(block) == 0, frag)
+			err = c.w.FR.WriteContinuation(id, len(block) == 0, frag)
 		}
 		if err != nil {
 			return err
@@ -273,7 +273,7 @@ func (c *conn) reset(s *stream, code http2.ErrCode, err error) {
 	c.dropLocked(s, err)
 	c.mu.Unlock()
 	c.t.roomFreed(c.pool)
-	_ = c.write(func() error { return c.wfr.WriteRSTStream(s.id, code) })
+	_ = c.write(func() error { return c.w.FR.WriteRSTStream(s.id, code) })
 }
 
 // dropLocked takes s out of the table, ends it with err, and refunds to
@@ -309,7 +309,7 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, err error) {
 		c.reset(s, code, err)
 		return
 	}
-	_ = c.write(func() error { return c.wfr.WriteRSTStream(id, code) })
+	_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, code) })
 }
 
 // opened reports whether id is a stream we opened (it may have ended).

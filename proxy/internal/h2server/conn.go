@@ -2,7 +2,6 @@ package h2server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +11,12 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"knative.dev/event-forwarding-proxy/delivery/h2c/h2conn"
 )
 
 // Windows and limits of RFC 9113 that a connection starts with.
@@ -36,7 +36,7 @@ var (
 
 // conn is one caller's connection. Its reading goroutine (serve, the one
 // net/http gave it) handles every frame that comes in; handlers write
-// their own frames under wmu. Lock order: wmu, then mu; mu is never held
+// their own frames under w's lock. Lock order: w, then mu; mu is never held
 // while writing.
 type conn struct {
 	s      *Server
@@ -49,17 +49,12 @@ type conn struct {
 
 	rfr *http2.Framer // serve's
 
-	// Write side.
-	wmu     sync.Mutex
-	writers atomic.Int32 // writers waiting for wmu (lockWrite)
-	bw      *bufio.Writer
-	wfr     *http2.Framer
-	henc    *hpack.Encoder
-	hbuf    bytes.Buffer
-	// writeShut: our side is closed (closeGently); writes are dropped.
+	// Write side, under w's lock. writeShut: our side is closed
+	// (closeGently); writes are dropped.
+	w         *h2conn.Writer
 	writeShut bool
 
-	lastRead atomic.Int64 // when the last frame came in (UnixNano)
+	health h2conn.Health
 
 	mu   sync.Mutex
 	cond sync.Cond // a send window grew, a stream or the connection ended, a write deadline passed
@@ -79,11 +74,7 @@ type conn struct {
 	sendWindow int64
 	recv       int64
 	unacked    int64
-	// Health: a PING of ours awaiting its ack.
-	pingOut  bool
-	pingData [8]byte
-	health   *time.Timer
-	idle     *time.Timer
+	idle       *time.Timer // closeIfIdle, when IdleTimeout is set
 }
 
 func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger *log.Logger) *conn {
@@ -98,9 +89,7 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.cond.L = &c.mu
-	c.bw = bufio.NewWriterSize(nc, 16<<10)
-	c.wfr = http2.NewFramer(c.bw, nil)
-	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.w = h2conn.NewWriter(nc)
 	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = s.headerListLimit()
@@ -117,20 +106,19 @@ func (c *conn) serve() {
 			{ID: http2.SettingInitialWindowSize, Val: uint32(c.s.streamWindow())},
 			{ID: http2.SettingMaxHeaderListSize, Val: c.s.headerListLimit()},
 		}
-		if err := c.wfr.WriteSettings(settings...); err != nil {
+		if err := c.w.FR.WriteSettings(settings...); err != nil {
 			return err
 		}
 		if grow := c.recv - initialWindow; grow > 0 {
-			return c.wfr.WriteWindowUpdate(0, uint32(grow))
+			return c.w.FR.WriteWindowUpdate(0, uint32(grow))
 		}
 		return nil
 	})
 	if err != nil {
 		return
 	}
-	c.lastRead.Store(time.Now().UnixNano())
+	c.health.Start(orDefault(c.s.SendPingTimeout, 30*time.Second), orDefault(c.s.PingTimeout, 15*time.Second), c.checkHealth)
 	c.mu.Lock()
-	c.health = time.AfterFunc(orDefault(c.s.SendPingTimeout, 30*time.Second), c.checkHealth)
 	if d := c.s.IdleTimeout; d > 0 {
 		c.idle = time.AfterFunc(d, c.closeIfIdle)
 	}
@@ -145,7 +133,7 @@ func (c *conn) readLoop() error {
 	first := true
 	for {
 		f, err := c.rfr.ReadFrame()
-		c.lastRead.Store(time.Now().UnixNano())
+		c.health.Read()
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
@@ -178,16 +166,16 @@ func (c *conn) closeWith(err error) {
 		// Say why (RFC 9113 5.4.1). The deadline cuts a writer stuck on
 		// a full socket that holds the write lock.
 		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-		c.lockWrite()
+		c.w.Lock()
 		if !c.writeShut {
 			c.mu.Lock()
 			last := c.lastID
 			c.mu.Unlock()
 			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_ = c.wfr.WriteGoAway(last, http2.ErrCode(ce), nil)
-			_ = c.bw.Flush()
+			_ = c.w.FR.WriteGoAway(last, http2.ErrCode(ce), nil)
+			_ = c.w.BW.Flush()
 		}
-		c.wmu.Unlock()
+		c.w.Unlock()
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -204,16 +192,14 @@ func (c *conn) closeWith(err error) {
 		st.endLocked(errConnClosed(err))
 	}
 	c.cond.Broadcast()
-	if c.health != nil {
-		c.health.Stop()
-	}
+	c.health.Stop()
 	if c.idle != nil {
 		c.idle.Stop()
 	}
 	c.mu.Unlock()
 	c.cancel()
 	_ = c.nc.Close()
-	if !isIOError(err) && !errors.Is(err, errIdle) && !errors.Is(err, errGoneAway) && !errors.Is(err, errShutdown) {
+	if !h2conn.IsIOError(err) && !errors.Is(err, errIdle) && !errors.Is(err, errGoneAway) && !errors.Is(err, errShutdown) {
 		c.logger.Printf("h2server: connection from %s closed: %v", c.remote, err)
 	}
 }
@@ -222,52 +208,27 @@ func errConnClosed(err error) error {
 	return fmt.Errorf("h2server: connection closed: %w", err)
 }
 
-func isIOError(err error) bool {
-	var ne net.Error
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
-}
-
 // write runs fn, which writes frames, under the write lock, then flushes
 // them within WriteTimeout. A failed write closes the connection; fn
 // returning errStreamClosed (its stream was reset meanwhile) does not.
 func (c *conn) write(fn func() error) error {
-	c.lockWrite()
+	c.w.Lock()
 	if c.writeShut {
-		c.wmu.Unlock()
+		c.w.Unlock()
 		return errStreamClosed // closeGently: nothing more goes out
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.s.WriteTimeout, 30*time.Second)))
 	err := fn()
 	if err == nil || errors.Is(err, errStreamClosed) {
-		if ferr := c.flushLocked(); ferr != nil {
+		if ferr := c.w.FlushLocked(); ferr != nil {
 			err = ferr
 		}
 	}
-	c.wmu.Unlock()
+	c.w.Unlock()
 	if err != nil && !errors.Is(err, errStreamClosed) {
 		c.closeWith(fmt.Errorf("writing: %w", err))
 	}
 	return err
-}
-
-// lockWrite takes the write lock, counted among the writers that wait for
-// it while it waits (see flushLocked).
-func (c *conn) lockWrite() {
-	c.writers.Add(1)
-	c.wmu.Lock()
-	c.writers.Add(-1)
-}
-
-// flushLocked sends the buffered frames to the socket, unless another
-// writer waits for the lock: that one sends them with its own. A burst of
-// answers on one connection then costs a system call per burst rather than
-// per answer; every holder of the lock flushes before it lets go, so the
-// last writer of a burst sends it all.
-func (c *conn) flushLocked() error {
-	if c.bw.Buffered() == 0 || c.writers.Load() > 0 {
-		return nil
-	}
-	return c.bw.Flush()
 }
 
 // handle handles one frame.
@@ -287,14 +248,9 @@ func (c *conn) handle(f http2.Frame) error {
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			data := f.Data
-			return c.write(func() error { return c.wfr.WritePing(true, data) })
+			return c.write(func() error { return c.w.FR.WritePing(true, data) })
 		}
-		c.mu.Lock()
-		if c.pingOut && f.Data == c.pingData {
-			c.pingOut = false
-			c.health.Reset(orDefault(c.s.SendPingTimeout, 30*time.Second))
-		}
-		c.mu.Unlock()
+		c.health.Acked(f.Data)
 		return nil
 	case *http2.RSTStreamFrame:
 		return c.onReset(f)
@@ -338,9 +294,9 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	return c.write(func() error {
 		if table >= 0 {
 			// The table shrinks before the ack (RFC 9113 6.5.3).
-			c.henc.SetMaxDynamicTableSizeLimit(uint32(table))
+			c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
 		}
-		return c.wfr.WriteSettingsAck()
+		return c.w.FR.WriteSettingsAck()
 	})
 }
 
@@ -424,7 +380,7 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 
 // writeReset sends RST_STREAM for a stream that has no record.
 func (c *conn) writeReset(id uint32, code http2.ErrCode) {
-	_ = c.write(func() error { return c.wfr.WriteRSTStream(id, code) })
+	_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, code) })
 }
 
 // refundLocked gives the caller back n bytes of the connection's window,
@@ -447,12 +403,12 @@ func (c *conn) sendWindowUpdates(id uint32, conn, strm int64) {
 	}
 	_ = c.write(func() error {
 		if conn > 0 {
-			if err := c.wfr.WriteWindowUpdate(0, uint32(conn)); err != nil {
+			if err := c.w.FR.WriteWindowUpdate(0, uint32(conn)); err != nil {
 				return err
 			}
 		}
 		if strm > 0 {
-			return c.wfr.WriteWindowUpdate(id, uint32(strm))
+			return c.w.FR.WriteWindowUpdate(id, uint32(strm))
 		}
 		return nil
 	})

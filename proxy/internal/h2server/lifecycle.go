@@ -1,7 +1,6 @@
 package h2server
 
 import (
-	"crypto/rand"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -22,7 +21,7 @@ func (c *conn) goAway() {
 	last := c.lastID
 	idle := c.active == 0
 	c.mu.Unlock()
-	_ = c.write(func() error { return c.wfr.WriteGoAway(last, http2.ErrCodeNo, nil) })
+	_ = c.write(func() error { return c.w.FR.WriteGoAway(last, http2.ErrCodeNo, nil) })
 	if idle {
 		c.closeGently()
 	}
@@ -35,16 +34,16 @@ func (c *conn) goAway() {
 // The reading goroutine ends at the caller's own close, or at the bound,
 // and closes the connection.
 func (c *conn) closeGently() {
-	c.lockWrite()
+	c.w.Lock()
 	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-	_ = c.bw.Flush()
+	_ = c.w.BW.Flush()
 	cw, ok := c.nc.(interface{ CloseWrite() error })
 	shut := !c.writeShut && ok && cw.CloseWrite() == nil
 	// Acks and window updates the reading goroutine would still write
 	// are dropped: a write on the closed side would fail, and its close
 	// reset the connection under the answers in flight.
 	c.writeShut = true
-	c.wmu.Unlock()
+	c.w.Unlock()
 	if shut {
 		_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
 		return
@@ -75,36 +74,20 @@ func (c *conn) closeIfIdle() {
 	last := c.lastID
 	c.mu.Unlock()
 	if idle {
-		_ = c.write(func() error { return c.wfr.WriteGoAway(last, http2.ErrCodeNo, nil) })
+		_ = c.write(func() error { return c.w.FR.WriteGoAway(last, http2.ErrCodeNo, nil) })
 		c.closeGently()
 	}
 }
 
-// checkHealth sends a PING when the caller has been silent for
-// SendPingTimeout, and closes the connection when a PING's ack is
-// PingTimeout late: a caller that vanished without a FIN or RST would
-// otherwise keep its held calls for as long as their deadlines allow.
+// checkHealth runs when the caller has been silent for SendPingTimeout:
+// it sends a PING, or closes the connection when the last one's ack is
+// PingTimeout late.
 func (c *conn) checkHealth() {
-	every := orDefault(c.s.SendPingTimeout, 30*time.Second)
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	if c.pingOut {
-		c.mu.Unlock()
+	dead, ping := c.health.Check()
+	switch {
+	case dead:
 		c.closeWith(errPingTimeout)
-		return
+	case ping != nil:
+		_ = c.write(func() error { return c.w.FR.WritePing(false, *ping) })
 	}
-	if quiet := time.Since(time.Unix(0, c.lastRead.Load())); quiet < every {
-		c.health.Reset(every - quiet)
-		c.mu.Unlock()
-		return
-	}
-	c.pingOut = true
-	_, _ = rand.Read(c.pingData[:])
-	data := c.pingData
-	c.health.Reset(orDefault(c.s.PingTimeout, 15*time.Second))
-	c.mu.Unlock()
-	_ = c.write(func() error { return c.wfr.WritePing(false, data) })
 }

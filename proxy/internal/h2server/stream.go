@@ -23,13 +23,15 @@ type stream struct {
 	cancel func() // ends req's context
 
 	// wireClosed: END_STREAM or RST_STREAM went out, or the caller reset
-	// the stream; nothing more is written on it. Set under wmu, or by
-	// the reading goroutine when the caller's RST_STREAM comes.
+	// the stream; nothing more is written on it. Set under the write
+	// lock, or by the reading goroutine when the caller's RST_STREAM
+	// comes.
 	wireClosed atomic.Bool
 	// resetCode, if not 0, is the RST_STREAM code (plus one) a fault asked
 	// for: the next writer sends it instead of its frame (wireGone).
 	resetCode atomic.Uint32
-	// headersOut: the answer's final HEADERS went out (guarded by wmu).
+	// headersOut: the answer's final HEADERS went out (guarded by the
+	// write lock).
 	headersOut bool
 
 	// guarded by c.mu
@@ -374,22 +376,22 @@ func (st *stream) setDeadline(d *time.Time, timer **time.Timer, t time.Time) err
 // and stops the body if one is coming.
 func (c *conn) refuseHeaderList(id uint32, ended bool) {
 	_ = c.write(func() error {
-		c.hbuf.Reset()
+		c.w.Block.Reset()
 		c.encode(":status", "431")
 		c.encode("content-type", "text/plain; charset=utf-8")
 		if err := c.writeBlockLocked(id, true); err != nil {
 			return err
 		}
 		if !ended {
-			return c.wfr.WriteRSTStream(id, http2.ErrCodeNo)
+			return c.w.FR.WriteRSTStream(id, http2.ErrCodeNo)
 		}
 		return nil
 	})
 }
 
-// wireGone is called under wmu before a frame of st is written: it sends
-// the reset a fault asked for, if any, and reports whether nothing more
-// may be written on st. A handler that ends its answer as the stream is
+// wireGone is called under the write lock before a frame of st is
+// written: it sends the reset a fault asked for, if any, and reports
+// whether nothing more may be written on st. A handler that ends its answer as the stream is
 // reset under it thus cannot slip a clean END_STREAM in before the reset.
 func (st *stream) wireGone() bool {
 	if st.wireClosed.Load() {
@@ -397,15 +399,16 @@ func (st *stream) wireGone() bool {
 	}
 	if code := st.resetCode.Load(); code != 0 {
 		st.wireClosed.Store(true)
-		_ = st.c.wfr.WriteRSTStream(st.id, http2.ErrCode(code-1))
+		_ = st.c.w.FR.WriteRSTStream(st.id, http2.ErrCode(code-1))
 		return true
 	}
 	return false
 }
 
 // release stops counting st against MaxConcurrentStreams, once: called
-// under wmu right before the frame that ends the stream goes out, so that
-// a caller that opens its next stream on seeing it is not refused.
+// under the write lock right before the frame that ends the stream goes
+// out, so that a caller that opens its next stream on seeing it is not
+// refused.
 func (c *conn) release(st *stream) {
 	c.mu.Lock()
 	c.releaseLocked(st)

@@ -98,7 +98,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 			if st.wireGone() {
 				return errStreamClosed
 			}
-			return st.c.wfr.WriteData(st.id, false, chunk)
+			return st.c.w.FR.WriteData(st.id, false, chunk)
 		})
 		if err != nil {
 			return n, st.writeError(err)
@@ -201,7 +201,7 @@ func (w *responseWriter) writeHeaders(status int, h http.Header, end, trailers b
 		case !trailers:
 			st.headersOut = st.headersOut || status >= 200
 		}
-		c.hbuf.Reset()
+		c.w.Block.Reset()
 		if !trailers {
 			c.encode(":status", statusText(status))
 		}
@@ -249,7 +249,7 @@ func (c *conn) encodeField(k string, vv []string) {
 }
 
 func (c *conn) encode(name, value string) {
-	_ = c.henc.WriteField(hpack.HeaderField{Name: name, Value: value})
+	_ = c.w.Enc.WriteField(hpack.HeaderField{Name: name, Value: value})
 }
 
 // writeBlockLocked writes the block in hbuf as HEADERS and as many
@@ -258,14 +258,14 @@ func (c *conn) writeBlockLocked(id uint32, end bool) error {
 	c.mu.Lock()
 	max := int(c.maxFrame)
 	c.mu.Unlock()
-	block := c.hbuf.Bytes()
+	block := c.w.Block.Bytes()
 	first := block[:min(len(block), max)]
 	block = block[len(first):]
-	err := c.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: end, EndHeaders: len(block) == 0})
+	err := c.w.FR.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: end, EndHeaders: len(block) == 0})
 	for err == nil && len(block) > 0 {
 		frag := block[:min(len(block), max)]
 		block = block[len(frag):]
-		err = c.wfr.WriteContinuation(id, len(block) == 0, frag)
+		err = c.w.FR.WriteContinuation(id, len(block) == 0, frag)
 	}
 	return err
 }
@@ -360,7 +360,7 @@ func (w *responseWriter) end() error {
 		}
 		st.wireClosed.Store(true)
 		st.c.release(st)
-		return st.c.wfr.WriteData(st.id, true, nil)
+		return st.c.w.FR.WriteData(st.id, true, nil)
 	})
 }
 

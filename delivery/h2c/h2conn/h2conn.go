@@ -1,0 +1,145 @@
+// Package h2conn holds what both ends of the project's h2c connections do
+// alike: delivery/h2c's client and proxy/internal/h2server's server. Each
+// writes its frames from the goroutine that has them, under one lock per
+// connection that coalesces flushes (Writer), and PINGs a peer that went
+// silent (Health).
+package h2conn
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Writer is the write side of a connection: the framer, the header
+// encoder and the buffer under them, used under its lock only.
+type Writer struct {
+	mu      sync.Mutex
+	waiting atomic.Int32 // writers waiting for mu (Lock)
+	BW      *bufio.Writer
+	FR      *http2.Framer
+	Enc     *hpack.Encoder
+	Block   bytes.Buffer // the header block Enc writes
+}
+
+// NewWriter returns a Writer on w with a 16 KiB buffer.
+func NewWriter(w io.Writer) *Writer {
+	wr := &Writer{BW: bufio.NewWriterSize(w, 16<<10)}
+	wr.FR = http2.NewFramer(wr.BW, nil)
+	wr.Enc = hpack.NewEncoder(&wr.Block)
+	return wr
+}
+
+// Lock takes the write lock, counted among the writers that wait for it
+// while it waits (see FlushLocked).
+func (w *Writer) Lock() {
+	w.waiting.Add(1)
+	w.mu.Lock()
+	w.waiting.Add(-1)
+}
+
+// Unlock lets go of the write lock; the frames written under it must have
+// been flushed (FlushLocked) or be left to a writer that waits.
+func (w *Writer) Unlock() { w.mu.Unlock() }
+
+// TryLock takes the write lock if it is free.
+func (w *Writer) TryLock() bool { return w.mu.TryLock() }
+
+// FlushLocked sends the buffered frames to the socket, unless another
+// writer waits for the lock: that one sends them with its own. A burst of
+// calls or answers on one connection then costs a system call per burst
+// rather than per frame. Every holder of the lock flushes before it lets
+// go (or the connection breaks), so the last writer of a burst sends it
+// all.
+func (w *Writer) FlushLocked() error {
+	if w.BW.Buffered() == 0 || w.waiting.Load() > 0 {
+		return nil
+	}
+	return w.BW.Flush()
+}
+
+// IsIOError reports whether err is the connection's own failure (closed,
+// reset, timed out) rather than a protocol error.
+func IsIOError(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// Health PINGs a peer that has sent nothing for Every, and calls the
+// connection dead when a PING's ack is Timeout late: a peer that vanished
+// without a FIN or RST would otherwise keep its calls for as long as
+// their deadlines allow.
+type Health struct {
+	every, timeout time.Duration
+	lastRead       atomic.Int64 // UnixNano
+
+	mu    sync.Mutex
+	out   bool // a PING awaits its ack
+	data  [8]byte
+	timer *time.Timer
+}
+
+// Start starts watching: check runs when the peer has been silent for
+// every, and again after timeout (or whenever Check asks).
+func (h *Health) Start(every, timeout time.Duration, check func()) {
+	h.every, h.timeout = every, timeout
+	h.Read()
+	h.mu.Lock()
+	h.timer = time.AfterFunc(every, check)
+	h.mu.Unlock()
+}
+
+// Read notes that a frame came in.
+func (h *Health) Read() { h.lastRead.Store(time.Now().UnixNano()) }
+
+// Acked takes a PING ack: the peer is alive if it acks ours.
+func (h *Health) Acked(data [8]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.out && data == h.data {
+		h.out = false
+		h.timer.Reset(h.every)
+	}
+}
+
+// Check is for the check func given to Start: it says whether the peer is
+// dead (the last PING went unanswered), or else the PING to send, if one
+// is due.
+func (h *Health) Check() (dead bool, ping *[8]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.out {
+		return true, nil
+	}
+	if quiet := time.Since(time.Unix(0, h.lastRead.Load())); quiet < h.every {
+		h.timer.Reset(h.every - quiet)
+		return false, nil
+	}
+	h.out = true
+	_, _ = rand.Read(h.data[:])
+	data := h.data
+	h.timer.Reset(h.timeout)
+	return false, &data
+}
+
+// Stop stops watching.
+func (h *Health) Stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}
+
+// Waiting is how many writers wait for the lock, for tests that line up a
+// burst of writes.
+func (w *Writer) Waiting() int { return int(w.waiting.Load()) }
