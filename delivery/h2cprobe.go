@@ -53,16 +53,18 @@ type probeAnswer struct {
 // is not cached: the call that follows will find out what is wrong.
 func (p *H2CProber) Supports(ctx context.Context, addr string) bool {
 	now := p.now()
-	p.mu.Lock()
-	a, ok := p.cache[addr]
-	p.mu.Unlock()
-	if ok && now.Before(a.expires) {
-		return a.h2c
+	if h2c, ok := p.cached(addr, now); ok {
+		return h2c
 	}
 	// The probe is shared: it runs under its own timeout, not under the
 	// context of the call that happened to start it, and a caller that
 	// leaves stops waiting for it.
 	ch := p.inflight.DoChan(addr, func() (any, error) {
+		// A probe that ended between this caller's look at the cache and
+		// now has left its answer there: no second probe.
+		if h2c, ok := p.cached(addr, now); ok {
+			return h2c, nil
+		}
 		h2c, err := p.probe(context.WithoutCancel(ctx), addr)
 		if err != nil {
 			return false, err
@@ -84,6 +86,14 @@ func (p *H2CProber) Supports(ctx context.Context, addr string) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// cached is the answer for addr still fresh at now, if any.
+func (p *H2CProber) cached(addr string, now time.Time) (h2c, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, ok := p.cache[addr]
+	return a.h2c, ok && now.Before(a.expires)
 }
 
 // evict drops expired answers, or every answer when none has expired.
