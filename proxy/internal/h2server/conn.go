@@ -66,6 +66,7 @@ type conn struct {
 	active    int
 	lastID    uint32 // the highest stream the caller opened
 	goingAway bool
+	ctxDone   bool // c.ctx ended: new requests are cancelled at once
 	// From the caller's SETTINGS.
 	peerWindow int64
 	maxFrame   uint32
@@ -88,6 +89,9 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 		recv:       s.connWindow(),
 	}
 	c.ctx, c.cancel = context.WithCancel(ctx)
+	// The base context ending (the proxy's drain deadline) ends every
+	// request: the streams' contexts are not its children (requestContext).
+	context.AfterFunc(c.ctx, c.cancelRequests)
 	c.cond.L = &c.mu
 	c.w = h2conn.NewWriter(nc)
 	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
@@ -198,6 +202,9 @@ func (c *conn) closeWith(err error) {
 	}
 	c.mu.Unlock()
 	c.cancel()
+	for _, st := range streams {
+		st.cancelRequest()
+	}
 	_ = c.nc.Close()
 	if !h2conn.IsIOError(err) && !errors.Is(err, errIdle) && !errors.Is(err, errGoneAway) && !errors.Is(err, errShutdown) {
 		c.logger.Printf("h2server: connection from %s closed: %v", c.remote, err)
@@ -341,7 +348,7 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	st.wireClosed.Store(true) // nothing more may be written on it
 	st.endLocked(fmt.Errorf("h2server: the caller reset the stream (%v)", f.ErrCode))
 	delete(c.streams, st.id)
-	go st.cancel() // the caller is gone: so is the request
+	go st.cancelRequest() // the caller is gone: so is the request
 	return nil
 }
 
@@ -370,7 +377,7 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 	delete(c.streams, st.id)
 	st.resetCode.CompareAndSwap(0, uint32(code)+1)
 	go func() {
-		st.cancel()
+		st.cancelRequest()
 		_ = c.write(func() error {
 			st.wireGone()
 			return nil

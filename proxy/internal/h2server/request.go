@@ -1,7 +1,6 @@
 package h2server
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/textproto"
@@ -114,8 +113,6 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		}
 	}
 
-	ctx, cancel := context.WithCancel(c.ctx)
-	st.cancel = cancel
 	r := &http.Request{
 		Method:        method,
 		URL:           u,
@@ -132,7 +129,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 	if length != 0 {
 		r.Body = (*requestBody)(st)
 	}
-	return r.WithContext(ctx), nil
+	return r.WithContext((*requestContext)(st)), nil
 }
 
 // canonicalKey is the canonical form of a lower-case field name, without

@@ -17,10 +17,10 @@ import (
 // http.Request. Fields below "guarded by c.mu" are; the response half
 // (responseWriter) belongs to whoever writes the answer.
 type stream struct {
-	c      *conn
-	id     uint32
-	req    *http.Request
-	cancel func() // ends req's context
+	c    *conn
+	id   uint32
+	req  *http.Request
+	rctx requestState // req's context (requestContext)
 
 	// wireClosed: END_STREAM or RST_STREAM went out, or the caller reset
 	// the stream; nothing more is written on it. Set under the write
@@ -142,7 +142,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		st.cancel()
+		st.cancelRequest()
 		return nil
 	}
 	st.req = req
@@ -151,6 +151,9 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	st.recv = max(c.s.streamWindow(), initialWindow)
 	st.sendWindow = c.peerWindow
 	st.eof = f.StreamEnded()
+	if c.ctxDone {
+		defer st.cancelRequest()
+	}
 	c.streams[id] = st
 	c.active++
 	if c.idle != nil {

@@ -329,7 +329,7 @@ func (c *conn) finish(st *stream, p any) {
 	}
 	c.releaseLocked(st)
 	c.mu.Unlock()
-	st.cancel()
+	st.cancelRequest()
 	c.sendWindowUpdates(0, grow, 0)
 }
 

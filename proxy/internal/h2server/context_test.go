@@ -1,0 +1,69 @@
+package h2server_test
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
+)
+
+// TestRequestContext: a request's context carries the connection's values
+// (net/http's server),
+// derives contexts without a goroutine each (package context's AfterFunc
+// protocol), ends them when the caller resets the stream, and a context
+// derived after that is born ended; context.AfterFunc on it runs.
+func TestRequestContext(t *testing.T) {
+	type seen struct {
+		value          any
+		extra          int
+		derivedErr     error
+		lateErr, after bool
+	}
+	result := make(chan seen, 1)
+	f := startServer(t, &h2server.Server{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		var s seen
+		s.value = ctx.Value(http.ServerContextKey)
+		before := runtime.NumGoroutine()
+		var cancels []context.CancelFunc
+		for range 100 {
+			_, cancel := context.WithTimeout(ctx, time.Hour)
+			cancels = append(cancels, cancel)
+		}
+		derived, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		ran := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(ran) })
+		s.extra = runtime.NumGoroutine() - before
+		for _, c := range cancels {
+			c() // stopped: never run at the end
+		}
+		<-derived.Done() // the caller resets the stream
+		s.derivedErr = derived.Err()
+		late, lateCancel := context.WithCancel(ctx)
+		defer lateCancel()
+		s.lateErr = late.Err() != nil
+		<-ran
+		s.after = true
+		result <- s
+	}))
+	c := connectRaw(t, f.addr)
+	c.request(1, "POST", "/ctx", false)
+	blockedIn(t, "context_test.go")
+	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	s := recv(t, result, "the handler to see its derived context end")
+	if s.value != f.hs {
+		t.Errorf("the request's context gives %v for http.ServerContextKey, want the connection's server", s.value)
+	}
+	if s.extra > 10 {
+		t.Errorf("deriving 101 contexts and an AfterFunc from a request's context started %d goroutines", s.extra)
+	}
+	if s.derivedErr == nil || !s.lateErr || !s.after {
+		t.Errorf("after the reset: derived context error %v, a later child ended %v, AfterFunc ran %v", s.derivedErr, s.lateErr, s.after)
+	}
+}
