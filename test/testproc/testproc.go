@@ -38,6 +38,19 @@ func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// Receive returns the next value of ch, failing the test if none comes
+// within d.
+func Receive[T any](tb testing.TB, d time.Duration, ch <-chan T, what string) T {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		tb.Fatalf("timed out after %s waiting for %s", d, what)
+		panic("unreachable")
+	}
+}
+
 // SyncBuffer is a bytes.Buffer safe for a process's two output streams.
 type SyncBuffer struct {
 	mu sync.Mutex

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestFlushLockedLeavesFramesToTheWaitingWriter: a writer that lets go of
@@ -26,12 +28,7 @@ func TestFlushLockedLeavesFramesToTheWaitingWriter(t *testing.T) {
 		}
 		done <- w.FlushLocked()
 	}()
-	for deadline := time.Now().Add(10 * time.Second); w.Waiting() != 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("the second writer never waited for the lock")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testproc.Eventually(t, 10*time.Second, "the second writer waits for the lock", func() bool { return w.Waiting() == 1 })
 	if err := w.FlushLocked(); err != nil {
 		t.Fatal(err)
 	}
@@ -47,14 +44,17 @@ func TestFlushLockedLeavesFramesToTheWaitingWriter(t *testing.T) {
 	}
 }
 
+// silent makes h's peer silent for an hour.
+func silent(h *Health) { h.lastRead.Store(time.Now().Add(-time.Hour).UnixNano()) }
+
 // TestHealth: a silent peer gets a PING; a wrong ack changes nothing, the
 // right one makes it healthy again; a PING unanswered at the next check
 // makes it dead; a peer heard from recently gets none.
 func TestHealth(t *testing.T) {
 	var h Health
-	h.Start(time.Nanosecond, time.Hour, func() {})
+	h.Start(time.Minute, time.Minute, func() {})
 	defer h.Stop()
-	time.Sleep(time.Millisecond) // silent for longer than every
+	silent(&h)
 	dead, ping := h.Check()
 	if dead || ping == nil {
 		t.Fatalf("silent peer: dead %v, ping %v; want a PING", dead, ping)
@@ -64,17 +64,17 @@ func TestHealth(t *testing.T) {
 		t.Fatal("a PING acked with other data counted as answered")
 	}
 	var h2 Health
-	h2.Start(time.Nanosecond, time.Hour, func() {})
+	h2.Start(time.Minute, time.Minute, func() {})
 	defer h2.Stop()
-	time.Sleep(time.Millisecond)
+	silent(&h2)
 	_, ping = h2.Check()
 	h2.Acked(*ping)
-	time.Sleep(time.Millisecond)
+	silent(&h2)
 	if dead, next := h2.Check(); dead || next == nil {
 		t.Fatalf("after the ack: dead %v, ping %v; want a new PING", dead, next)
 	}
 	var h3 Health
-	h3.Start(time.Hour, time.Hour, func() {})
+	h3.Start(time.Minute, time.Minute, func() {})
 	defer h3.Stop()
 	h3.Read()
 	if dead, ping := h3.Check(); dead || ping != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // WaitLimit bounds every wait of a test: a call's context, a receive.
@@ -136,13 +138,7 @@ func Go(tr http.RoundTripper, req *http.Request) <-chan Result {
 // within WaitLimit.
 func Receive[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(WaitLimit):
-		t.Fatalf("timed out after %s waiting for %s", WaitLimit, what)
-		panic("unreachable")
-	}
+	return testproc.Receive(t, WaitLimit, ch, what)
 }
 
 // Echo answers with the request's body.

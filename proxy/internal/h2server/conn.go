@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -69,7 +70,7 @@ type conn struct {
 	ctxDone   bool // c.ctx ended: new requests are cancelled at once
 	// From the caller's SETTINGS.
 	peerWindow int64
-	maxFrame   uint32
+	maxFrame   atomic.Uint32 // read by writers under the write lock alone
 	// Flow control: what we may still send on the connection, what the
 	// caller may still send, and what was consumed and is not refunded.
 	sendWindow int64
@@ -84,10 +85,10 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 		remote:     nc.RemoteAddr().String(),
 		streams:    make(map[uint32]*stream),
 		peerWindow: initialWindow,
-		maxFrame:   initialFrame,
 		sendWindow: initialWindow,
 		recv:       s.connWindow(),
 	}
+	c.maxFrame.Store(initialFrame)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	// The base context ending (the proxy's drain deadline) ends every
 	// request: the streams' contexts are not its children (requestContext).
@@ -287,7 +288,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			}
 			c.peerWindow = int64(s.Val)
 		case http2.SettingMaxFrameSize:
-			c.maxFrame = s.Val
+			c.maxFrame.Store(s.Val)
 		case http2.SettingHeaderTableSize:
 			table = int64(s.Val)
 		}

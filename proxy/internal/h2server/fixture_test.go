@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // wait bounds every wait of these tests: long enough never to be hit by a
@@ -140,35 +141,39 @@ const (
 // eventually polls cond until it holds, failing the test after wait.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	testproc.Eventually(t, wait, what, cond)
+}
+
+// waitFor polls cond until it holds or wait passes; it reports whether it
+// held. Unlike eventually it may run on any goroutine.
+func waitFor(cond func() bool) bool {
 	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting (%v) for %s", wait, what)
+			return false
 		}
-		time.Sleep(2 * time.Millisecond)
+		<-tick.C
 	}
+	return true
 }
 
 // waitNoServerGoroutines waits until no goroutine runs code of the
 // package: every connection and every handler has ended.
 func waitNoServerGoroutines(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		var left []string
+	var left []string
+	if !waitFor(func() bool {
+		left = left[:0]
 		for _, g := range stacks() {
 			if strings.Contains(g, serverFrames) {
 				left = append(left, g)
 			}
 		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d goroutines of h2server outlive the server:\n%s", len(left), strings.Join(left, "\n\n"))
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
+		return len(left) == 0
+	}) {
+		t.Errorf("%d goroutines of h2server outlive the server:\n%s", len(left), strings.Join(left, "\n\n"))
 	}
 }
 
@@ -176,13 +181,8 @@ func waitNoServerGoroutines(t testing.TB) {
 // goroutine is blocked (or running) there. It may run on any goroutine: it
 // reports a timeout with t.Errorf.
 func blockedIn(t testing.TB, frame string) {
-	deadline := time.Now().Add(wait)
-	for goroutinesIn(frame) == 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("gave up waiting (%v) for a goroutine in %s", wait, frame)
-			return
-		}
-		time.Sleep(time.Millisecond)
+	if !waitFor(func() bool { return goroutinesIn(frame) > 0 }) {
+		t.Errorf("gave up waiting (%v) for a goroutine in %s", wait, frame)
 	}
 }
 
@@ -233,13 +233,7 @@ func (g *gate) hold(r *http.Request) bool {
 // recv waits for a value on ch, failing the test after wait.
 func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(wait):
-		t.Fatalf("gave up waiting (%v) for %s", wait, what)
-		panic("unreachable")
-	}
+	return testproc.Receive(t, wait, ch, what)
 }
 
 // isDeadline reports whether err is a passed deadline.

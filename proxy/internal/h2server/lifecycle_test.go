@@ -121,7 +121,12 @@ func TestIdleTimeout(t *testing.T) {
 	f := startServer(t, &h2server.Server{IdleTimeout: idle}, holdHandler(g))
 	c := connectRaw(t, f.addr)
 	c.get(1, "/")
-	time.Sleep(3 * idle) // the stream is open: no idle close
+	blockedIn(t, "holdHandler")
+	// A connection opened after c's stream, and idle, is closed: c has
+	// been without a stream for longer than IdleTimeout by then, had its
+	// open stream not counted.
+	idler := connectRaw(t, f.addr)
+	idler.wantGoAway(http2.ErrCodeNo)
 	c.alive()
 	g.open()
 	c.ok(1, "200")
@@ -233,8 +238,11 @@ func TestGoingAwayCloseLosesNothing(t *testing.T) {
 	defer func() { close(stop); <-pinged }()
 	g.open()
 	st := c.stream(1)
+	// A slow reader, a frame per tick: the server's queue stays full.
+	slow := time.NewTicker(200 * time.Microsecond)
+	defer slow.Stop()
 	for !st.ended && st.rst == nil && c.closedErr == nil {
-		time.Sleep(200 * time.Microsecond) // a slow reader: the server's queue stays full
+		<-slow.C
 		c.step()
 	}
 	if !st.ended || len(st.body) != size {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // echo answers with the request's method, path, query, a header and its
@@ -364,9 +363,7 @@ func TestExpectContinueFullDuplex(t *testing.T) {
 		}()
 		// The reader's first Read sent the 100; it then waits for the body
 		// or has it all already.
-		for len(got) == 0 && goroutinesIn("h2server.(*requestBody).Read") == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(func() bool { return len(got) > 0 || goroutinesIn("h2server.(*requestBody).Read") > 0 })
 		w.Header().Set("X-Early", "yes")
 		w.WriteHeader(http.StatusOK)
 		_ = http.NewResponseController(w).Flush()

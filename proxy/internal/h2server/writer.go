@@ -176,7 +176,7 @@ func (c *conn) awaitSend(st *stream, n int) (int, error) {
 			c.resetLocked(st, http2.ErrCodeInternal, os.ErrDeadlineExceeded)
 			return 0, os.ErrDeadlineExceeded
 		}
-		k := min(int64(n), int64(c.maxFrame), c.sendWindow, st.sendWindow)
+		k := min(int64(n), int64(c.maxFrame.Load()), c.sendWindow, st.sendWindow)
 		if k > 0 {
 			c.sendWindow -= k
 			st.sendWindow -= k
@@ -255,9 +255,7 @@ func (c *conn) encode(name, value string) {
 // writeBlockLocked writes the block in hbuf as HEADERS and as many
 // CONTINUATION frames as the caller's frame size asks.
 func (c *conn) writeBlockLocked(id uint32, end bool) error {
-	c.mu.Lock()
-	max := int(c.maxFrame)
-	c.mu.Unlock()
+	max := int(c.maxFrame.Load())
 	block := c.w.Block.Bytes()
 	first := block[:min(len(block), max)]
 	block = block[len(first):]
