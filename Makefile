@@ -108,7 +108,7 @@ bench-nginx:
 
 bench: tools bench-nginx ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
 	@mkdir -p $(BENCH_CACHE)
-	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ | tee $(BENCH_CACHE)/gobench.txt
+	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ ./adapter/ | tee $(BENCH_CACHE)/gobench.txt
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
 	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
 	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench

@@ -26,7 +26,7 @@ func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.admit(w, c) {
 		return
 	}
-	defer c.releaseUnlessDetached()
+	defer c.releaseIfInChain()
 	h.next.ServeHTTP(w, r)
 }
 

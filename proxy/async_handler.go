@@ -101,7 +101,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
 		},
 	}
-	c.detached = true
+	c.leave(delivering)
 	c.metrics.asyncPending(1)
 	a.wg.Add(1)
 	go a.deliver(j)

@@ -20,12 +20,11 @@ type call struct {
 	retries int           // async only: retries after the first attempt
 	backoff time.Duration // async only: first retry delay
 
-	body     *guardedBody // the request body, read on the caller's behalf
-	ticket   Ticket       // admission slot
-	detached bool         // the async worker, or the forwarder's resumed, owns the ticket now
+	body   *guardedBody // the request body, read on the caller's behalf
+	ticket Ticket       // admission slot
+	phase  phase        // who ends the call (see phase); the chain's goroutine only
 
-	held      *observation // an HTTP/2 request, whose chain may suspend (observeHandler.hold)
-	suspended bool         // the forwarder suspended the call: resumed ends it
+	held *observation // an HTTP/2 request, whose chain may outlive it (observeHandler.hold)
 
 	authenticated bool     // a verified caller (auth on)
 	caller        Identity // who, when authenticated
@@ -48,13 +47,45 @@ func (c *call) release() {
 	c.metrics.held(c.namespace, c.tenant, -1)
 }
 
-// releaseUnlessDetached releases c's slot when the handler that admitted it
-// returns, unless the async worker took it over.
-func (c *call) releaseUnlessDetached() {
-	if !c.detached {
+// releaseIfInChain releases c's slot when the handler that admitted it
+// returns, unless the call left the chain with it.
+func (c *call) releaseIfInChain() {
+	if c.phase == inChain {
 		c.release()
 	}
 }
+
+// leave hands c's end from the chain to whoever p names. Once it has left,
+// the chain's handlers neither release its slot nor end its request.
+func (c *call) leave(p phase) { c.phase = p }
+
+// phase says who ends a call: who gives its admission slot back, records
+// its outcome and ends its request. It starts inChain and leaves it at
+// most once, always on the goroutine that runs the chain, before the new
+// owner can run; so it needs no lock.
+//
+//	inChain    the chain: the handlers return, admission releases the slot,
+//	           the observe handler records the call and ends the request.
+//	delivering async: the request ends with the 202 as inChain; the
+//	           delivery goroutine owns the slot and releases it (Async.finish).
+//	suspended  an HTTP/2 caller's call out to an h2c destination, with no
+//	           goroutine of its own: the transport's callback writes the
+//	           answer and ends everything (forwarding.resumed, observation.resumed).
+//	handedOff  an HTTP/2 caller's call to an HTTP/1.1 destination: once the
+//	           chain is done, a fresh goroutine runs it (observeHandler.settle)
+//	           and ends everything as suspended does.
+type phase uint8
+
+const (
+	inChain phase = iota
+	delivering
+	suspended
+	handedOff
+)
+
+// outlivesChain reports whether the call's request ends after the chain,
+// by whoever took it over.
+func (p phase) outlivesChain() bool { return p == suspended || p == handedOff }
 
 type callKey struct{}
 

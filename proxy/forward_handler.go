@@ -149,7 +149,7 @@ func (x *forwarding) roundTrip() (*http.Response, error) {
 // call, which then owns no goroutine but the caller's stream's. resumed
 // writes the answer.
 func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
-	x.outlive(w)
+	x.outlive(w, suspended)
 	f.starter.Go(x.out, x.resumed)
 }
 
@@ -158,17 +158,15 @@ func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
 // waits anyway (observeHandler.hold): the chain's goroutine ends instead of
 // waiting beside it.
 func (f *forwarder) handOff(w http.ResponseWriter, x *forwarding) {
-	x.outlive(w)
+	x.outlive(w, handedOff)
 	x.c.held.handoff = x.wait
 }
 
-// outlive marks x's call as one that outlives the chain (suspend,
-// handOff): the chain's handlers leave its end to resumed, which gives the
-// admission slot back and writes to w.
-func (x *forwarding) outlive(w http.ResponseWriter) {
-	x.c.suspended = true
-	x.c.detached = true
+// outlive hands x's call from the chain to resumed (suspend, handOff),
+// which gives the admission slot back and writes to w.
+func (x *forwarding) outlive(w http.ResponseWriter, p phase) {
 	x.w = w
+	x.c.leave(p)
 }
 
 // wait runs a handed-off call on the stream's goroutine.

@@ -42,7 +42,7 @@ type observation struct {
 	// handler's goroutine, ends when end is called.
 	h       *observeHandler
 	end     func(p any)
-	handoff func() // a call the chain left to a goroutine of its own
+	handoff func() // runs a handedOff call (forwarding.wait)
 }
 
 // detacher is a ResponseWriter whose stream can outlive its handler
@@ -76,25 +76,25 @@ func (h *observeHandler) hold(d detacher, w http.ResponseWriter, r *http.Request
 	h.next.ServeHTTP(&o.sw, o.r)
 }
 
-// settle ends a held request once the chain returns, unless the forwarder
-// suspended its call or handed it off: resumed ends it then.
+// settle ends a held request once the chain returns, unless its call
+// outlives the chain (call.phase): resumed ends it then.
 func (h *observeHandler) settle(o *observation) {
 	p := recover()
 	switch {
 	case o.c == nil: // begin panicked
 		o.end(p)
 		return
-	case o.c.suspended:
+	case o.c.phase.outlivesChain():
 		if p != nil {
 			// The call belongs to resumed: this is a bug, which must
 			// not take the process down with every other call.
 			h.logger.Errorw("Panic after a call was handed to its destination", zap.Any("panic", p))
 		}
-		if f := o.handoff; f != nil {
+		if o.c.phase == handedOff {
 			// A call that must wait on a goroutine (forwarder.handOff)
 			// waits on a new one, whose stack the chain never
-			// deepened; f ends the request (observation.resumed).
-			go f()
+			// deepened; it ends the request (observation.resumed).
+			go o.handoff()
 		}
 		return
 	}

@@ -1,6 +1,6 @@
 // Package mtping is a multi-tenant PingSource adapter, a drop-in for
 // upstream's pingsource-mt-adapter that sends through the event-forwarding
-// proxy (delivery.Sender) and shares its PingSources among replicas.
+// proxy (adapter.Sender) and shares its PingSources among replicas.
 //
 // It watches every PingSource in the cluster and fires those that are Ready
 // with a status.sinkUri, exactly as upstream's adapter schedules them
@@ -34,18 +34,18 @@ import (
 
 	"knative.dev/eventing/pkg/client/clientset/versioned"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
 )
 
-// Sender delivers one event; *delivery.Sender is one.
+// Sender delivers one event; *adapter.Sender is one.
 type Sender interface {
-	Send(ctx context.Context, t delivery.Target, e event.Event) (*delivery.Result, error)
+	Send(ctx context.Context, t adapter.Target, e event.Event) (*adapter.Result, error)
 	// SetDirectSources is told how many PingSources this replica fires.
 	SetDirectSources(n int)
 }
 
-var _ Sender = (*delivery.Sender)(nil)
+var _ Sender = (*adapter.Sender)(nil)
 
 // Params configure an Adapter.
 type Params struct {

@@ -14,25 +14,25 @@ import (
 	kle "knative.dev/pkg/leaderelection"
 	"knative.dev/pkg/reconciler"
 
+	"knative.dev/event-forwarding-proxy/adapter"
+
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 	eventingfake "knative.dev/eventing/pkg/client/clientset/versioned/fake"
-
-	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // fakeSender records sends and the source counts it is told.
 type fakeSender struct {
 	mu     sync.Mutex
 	events []event.Event
-	target []delivery.Target
+	target []adapter.Target
 	counts []int
 }
 
-func (f *fakeSender) Send(_ context.Context, t delivery.Target, e event.Event) (*delivery.Result, error) {
+func (f *fakeSender) Send(_ context.Context, t adapter.Target, e event.Event) (*adapter.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events, f.target = append(f.events, e), append(f.target, t)
-	return &delivery.Result{StatusCode: 202}, nil
+	return &adapter.Result{StatusCode: 202}, nil
 }
 
 func (f *fakeSender) SetDirectSources(n int) {

@@ -12,7 +12,7 @@ import (
 
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
-	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/adapter"
 )
 
 // parser reads schedules as upstream's adapter does: standard five-field
@@ -35,7 +35,7 @@ type job struct {
 	// event is the template every tick clones, then gives a fresh id and
 	// time.
 	event  event.Event
-	target delivery.Target
+	target adapter.Target
 	// fire runs one tick; the adapter sets it.
 	fire func()
 }
@@ -97,7 +97,7 @@ func newJob(src *sourcesv1.PingSource) (*job, error) {
 		spec:     spec,
 		schedule: schedule,
 		event:    e,
-		target: delivery.Target{
+		target: adapter.Target{
 			URL:            src.Status.SinkURI.URL(),
 			CACerts:        spec.caCerts,
 			Audience:       spec.audience,

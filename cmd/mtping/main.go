@@ -25,10 +25,10 @@ import (
 
 	"knative.dev/eventing/pkg/client/clientset/versioned"
 
+	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
-	"knative.dev/event-forwarding-proxy/delivery"
-	"knative.dev/event-forwarding-proxy/delivery/kube"
-	"knative.dev/event-forwarding-proxy/proxy"
+	"knative.dev/event-forwarding-proxy/internal/telemetry"
 )
 
 func main() {
@@ -66,20 +66,20 @@ func run() int {
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	mp, err := proxy.NewPrometheusMeterProvider(reg)
+	mp, err := telemetry.NewPrometheusMeterProvider(reg)
 	if err != nil {
 		logger.Errorw("Cannot set up metrics", zap.Error(err))
 		return 1
 	}
 
-	sp := delivery.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout}
+	sp := adapter.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout}
 	if id := identity(env); !id.IsZero() {
 		sp.Tokens, sp.ProxyIdentity = kube.NewTokenRequester(kc), id
 		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))
 	} else {
 		logger.Info("OIDC tokens off: no service account of the adapter's own (SERVICE_ACCOUNT_NAME)")
 	}
-	sender := delivery.NewSender(sp)
+	sender := adapter.NewSender(sp)
 	if err := kube.WatchForwarding(ctx, kc, env.SystemNamespace, sender, logger); err != nil {
 		logger.Errorw("Cannot watch the forwarding configuration", zap.Error(err))
 		return 1
@@ -95,7 +95,7 @@ func run() int {
 
 	servers := []*http.Server{
 		{Addr: ":" + strconv.Itoa(env.ProbesPort), Handler: a.ProbeHandler(), ReadHeaderTimeout: 10 * time.Second},
-		proxy.NewMetricsServer(env.MetricsPort, reg),
+		telemetry.NewMetricsServer(env.MetricsPort, reg),
 	}
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.Addr)
@@ -140,13 +140,13 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // identity is the adapter's own service account: SERVICE_ACCOUNT_NAME in
 // the system namespace, or in a pod the account of its mounted token.
-func identity(env mtping.Env) delivery.ServiceAccount {
+func identity(env mtping.Env) adapter.ServiceAccount {
 	if env.ServiceAccount != "" {
-		return delivery.ServiceAccount{Namespace: env.SystemNamespace, Name: env.ServiceAccount}
+		return adapter.ServiceAccount{Namespace: env.SystemNamespace, Name: env.ServiceAccount}
 	}
 	ns, name, err := mtping.TokenServiceAccount(mtping.ServiceAccountToken)
 	if err != nil {
-		return delivery.ServiceAccount{}
+		return adapter.ServiceAccount{}
 	}
-	return delivery.ServiceAccount{Namespace: ns, Name: name}
+	return adapter.ServiceAccount{Namespace: ns, Name: name}
 }

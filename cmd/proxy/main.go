@@ -19,6 +19,7 @@ import (
 	"knative.dev/pkg/logging"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/internal/telemetry"
 	"knative.dev/event-forwarding-proxy/proxy"
 )
 
@@ -43,13 +44,15 @@ func run() int {
 	defer stop()
 
 	reg := prometheus.NewRegistry()
-	mp, err := proxy.NewPrometheusMeterProvider(reg)
+	mp, err := telemetry.NewPrometheusMeterProvider(reg)
 	if err != nil {
 		logger.Errorw("Cannot set up metrics", "error", err)
 		return 1
 	}
 	opts := []proxy.Option{proxy.WithMeterProvider(mp)}
-	tp, err := proxy.NewTracerProvider(ctx, cfg)
+	tp, err := telemetry.NewTracerProvider(ctx, telemetry.TraceParams{
+		Exporter: cfg.TraceExporter, SamplingRatio: cfg.TraceSamplingRatio, ServiceName: "event-forwarding-proxy",
+	})
 	if err != nil {
 		logger.Errorw("Cannot set up tracing", "error", err)
 		return 1
@@ -74,7 +77,7 @@ func run() int {
 	}
 	p := proxy.New(cfg, logger, opts...)
 	srv := p.Server(cfg, logger)
-	msrv := proxy.NewMetricsServer(cfg.MetricsPort, reg)
+	msrv := telemetry.NewMetricsServer(cfg.MetricsPort, reg)
 	served := make(chan error, 2)
 	for _, s := range []*http.Server{srv, msrv} {
 		ln, err := net.Listen("tcp", s.Addr)

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"knative.dev/event-forwarding-proxy/delivery/h2c/h2conn"
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
 // Windows and limits of RFC 9113 that a connection starts with.

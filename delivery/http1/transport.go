@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"knative.dev/event-forwarding-proxy/delivery/internal/aside"
+	"knative.dev/event-forwarding-proxy/internal/aside"
 )
 
 // Transport is an HTTP/1.1 http.RoundTripper for plain http://

@@ -1,5 +1,5 @@
 // Package demo is `make demo`: the seed scenario in small on one machine.
-// A multi-tenant adapter (delivery.Sender, as mt-ping uses it) fires
+// A multi-tenant adapter (adapter.Sender, as mt-ping uses it) fires
 // thousands of PingSource events every few seconds at a sink that holds
 // each call; first straight at the sink, then through the proxy with an
 // asynchronous hand-off. A live table shows, every second, the calls the

@@ -15,15 +15,15 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/test/bench/result"
 	"knative.dev/event-forwarding-proxy/test/bench/sink"
 )
 
 // SenderParams configure the sender helper: a multi-tenant adapter in
 // small, firing one PingSource event per source at every tick through
-// delivery.Sender, the library mt-ping uses.
+// adapter.Sender, the library mt-ping uses.
 type SenderParams struct {
 	// Sink is the sink's base URL. Required.
 	Sink string
@@ -96,7 +96,7 @@ func (p *SenderParams) defaults() {
 }
 
 type senderRun struct {
-	s      *delivery.Sender
+	s      *adapter.Sender
 	target *url.URL
 	start  time.Time
 	window time.Duration
@@ -124,7 +124,7 @@ func RunSender(ctx context.Context, p SenderParams, out io.Writer) error {
 	if err != nil || p.Sink == "" {
 		return fmt.Errorf("bad sink URL %q", p.Sink)
 	}
-	s := delivery.NewSender(delivery.SenderParams{})
+	s := adapter.NewSender(adapter.SenderParams{})
 	defer s.CloseIdleConnections()
 	if p.Proxy != "" {
 		pu, err := url.Parse(p.Proxy)
@@ -199,7 +199,7 @@ func (r *senderRun) send(ctx context.Context, tick, src int) {
 	}
 	r.sent.Add(1)
 	start := time.Now()
-	res, err := r.s.Send(ctx, delivery.Target{URL: r.target, Namespace: ns}, e)
+	res, err := r.s.Send(ctx, adapter.Target{URL: r.target, Namespace: ns}, e)
 	now := time.Now()
 	r.inflight.Add(-1)
 	r.busy.Add(int64(now.Sub(start)))

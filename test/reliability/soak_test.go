@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/internal/telemetry"
 	"knative.dev/event-forwarding-proxy/proxy"
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
 )
@@ -85,7 +86,7 @@ func newSoakProxy(t *testing.T) *soakProxy {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	mp, err := proxy.NewPrometheusMeterProvider(reg)
+	mp, err := telemetry.NewPrometheusMeterProvider(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

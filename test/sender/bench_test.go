@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -49,8 +49,8 @@ func BenchmarkAdapterTick(b *testing.B) {
 	for _, tc := range tests {
 		b.Run(tc.name+"/events="+strconv.Itoa(events), func(b *testing.B) {
 			sinkProc := startChildSink(b, tc.h1Sink)
-			target := delivery.Target{URL: mustURL(b, sinkProc.URL+"/?hold="+hold.String()), Namespace: "tenant"}
-			s := delivery.NewSender(delivery.SenderParams{Timeout: hold + time.Minute})
+			target := adapter.Target{URL: mustURL(b, sinkProc.URL+"/?hold="+hold.String()), Namespace: "tenant"}
+			s := adapter.NewSender(adapter.SenderParams{Timeout: hold + time.Minute})
 			if tc.viaProx {
 				proxy := startProxy(b, "FORWARD_MAX_INFLIGHT=50000", "FORWARD_MAX_INFLIGHT_PER_DESTINATION=50000", "FORWARD_MAX_INFLIGHT_PER_TENANT=50000")
 				s.SetForwarding(config.Forwarding{ProxyURL: mustURL(b, proxy.URL), Threshold: 0})
@@ -89,7 +89,7 @@ func BenchmarkAdapterTick(b *testing.B) {
 // CPU time the process spent per event (the measurements' collections
 // left out), and each send's hand-off time. It returns once the sink holds
 // nothing.
-func tick(b *testing.B, s *delivery.Sender, target delivery.Target, n int, sinkProc *childSink) (float64, float64, float64, []time.Duration) {
+func tick(b *testing.B, s *adapter.Sender, target adapter.Target, n int, sinkProc *childSink) (float64, float64, float64, []time.Duration) {
 	_, before := sinkProc.state(b)
 	g0, m0 := footprint()
 	cpu0 := cpuTime(b)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
 )
@@ -67,14 +68,14 @@ func TestProxyBusyRetryAfter(t *testing.T) {
 		}
 	}
 	logger, _ := testLogger(t)
-	s := delivery.NewSender(delivery.SenderParams{Logger: logger, Sleep: sleep})
+	s := adapter.NewSender(adapter.SenderParams{Logger: logger, Sleep: sleep})
 	s.SetForwarding(config.Forwarding{ProxyURL: mustURL(t, proxy.URL), Threshold: 0})
-	d := newDriver(t, s, delivery.Target{URL: sink.url(t), Namespace: "tenant"}, "busy")
+	d := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant"}, "busy")
 	start := time.Now()
 	_, res := d.send()
 	took := time.Since(start)
 
-	if res.Route != delivery.RouteProxy || res.Fallback || res.Attempts != 2 || res.StatusCode != http.StatusAccepted {
+	if res.Route != adapter.RouteProxy || res.Fallback || res.Attempts != 2 || res.StatusCode != http.StatusAccepted {
 		t.Errorf("result %+v, want a 202 from the proxy at the second attempt", res)
 	}
 	mu.Lock()

@@ -9,24 +9,24 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"go.uber.org/zap/zaptest/observer"
 
-	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/adapter"
 )
 
 // driver sends numbered events through a Sender to one target and keeps
 // what each send returned, so that a test can account for every event.
 type driver struct {
 	tb     testing.TB
-	s      *delivery.Sender
-	target delivery.Target
+	s      *adapter.Sender
+	target adapter.Target
 	prefix string
 
 	mu   sync.Mutex
 	n    int
-	sent map[string]*delivery.Result
+	sent map[string]*adapter.Result
 }
 
-func newDriver(tb testing.TB, s *delivery.Sender, target delivery.Target, prefix string) *driver {
-	return &driver{tb: tb, s: s, target: target, prefix: prefix, sent: map[string]*delivery.Result{}}
+func newDriver(tb testing.TB, s *adapter.Sender, target adapter.Target, prefix string) *driver {
+	return &driver{tb: tb, s: s, target: target, prefix: prefix, sent: map[string]*adapter.Result{}}
 }
 
 func pingEvent(id string) event.Event {
@@ -39,7 +39,7 @@ func pingEvent(id string) event.Event {
 }
 
 // send sends the next event and fails the test if it is not delivered.
-func (d *driver) send() (string, *delivery.Result) {
+func (d *driver) send() (string, *adapter.Result) {
 	d.tb.Helper()
 	id, res, err := d.trySend()
 	if err != nil {
@@ -49,7 +49,7 @@ func (d *driver) send() (string, *delivery.Result) {
 }
 
 // trySend sends the next event and returns its id, result and error.
-func (d *driver) trySend() (string, *delivery.Result, error) {
+func (d *driver) trySend() (string, *adapter.Result, error) {
 	d.mu.Lock()
 	d.n++
 	id := d.prefix + "-" + strconv.Itoa(d.n)
@@ -65,7 +65,7 @@ func (d *driver) trySend() (string, *delivery.Result, error) {
 
 // sendUntil sends an event every 20 ms until one takes route want, and
 // returns how long that took; the test fails past within.
-func (d *driver) sendUntil(want delivery.Route, within time.Duration) time.Duration {
+func (d *driver) sendUntil(want adapter.Route, within time.Duration) time.Duration {
 	d.tb.Helper()
 	start := time.Now()
 	pace := time.NewTicker(20 * time.Millisecond)
@@ -82,10 +82,10 @@ func (d *driver) sendUntil(want delivery.Route, within time.Duration) time.Durat
 }
 
 // delivered returns the results of the events delivered so far, by id.
-func (d *driver) delivered() map[string]*delivery.Result {
+func (d *driver) delivered() map[string]*adapter.Result {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make(map[string]*delivery.Result, len(d.sent))
+	out := make(map[string]*adapter.Result, len(d.sent))
 	for k, v := range d.sent {
 		out[k] = v
 	}
@@ -113,7 +113,7 @@ func (d *driver) checkArrivals(s *sink) {
 			continue // another driver's
 		case s.byID()[a.ID] != 1:
 			d.tb.Errorf("event %s arrived %d times", a.ID, s.byID()[a.ID])
-		case a.ViaProxy != (res.Route == delivery.RouteProxy):
+		case a.ViaProxy != (res.Route == adapter.RouteProxy):
 			d.tb.Errorf("event %s: the sender says %s, the sink saw it via the proxy: %v", a.ID, res.Route, a.ViaProxy)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // TestProxyKilledMidRun: while sources send through the proxy, the proxy
@@ -42,12 +42,12 @@ func TestProxyKilledMidRun(t *testing.T) {
 			sink := newSink(t)
 			logger, _ := testLogger(t)
 			reader := sdkmetric.NewManualReader()
-			s := delivery.NewSender(delivery.SenderParams{
+			s := adapter.NewSender(adapter.SenderParams{
 				Logger: logger, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 				ProxyDownFor: 300 * time.Millisecond,
 			})
 			s.SetForwarding(config.Forwarding{ProxyURL: mustURL(t, proxy.URL), Threshold: 0})
-			d := newDriver(t, s, delivery.Target{URL: sink.url(t), Namespace: "tenant", Sync: tc.sync}, "kill")
+			d := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant", Sync: tc.sync}, "kill")
 
 			// Eight sources send back to back until told to stop.
 			var (
@@ -66,7 +66,7 @@ func TestProxyKilledMidRun(t *testing.T) {
 							t.Errorf("event %s lost by the sender: %v", id, err)
 							continue
 						}
-						if restart.Load() && res.Route == delivery.RouteProxy && !res.Fallback {
+						if restart.Load() && res.Route == adapter.RouteProxy && !res.Fallback {
 							back.Add(1)
 						}
 					}
@@ -91,7 +91,7 @@ func TestProxyKilledMidRun(t *testing.T) {
 					if got[id] > 0 {
 						continue
 					}
-					if tc.sig == syscall.SIGKILL && !tc.sync && res.Route == delivery.RouteProxy && res.StatusCode == 202 {
+					if tc.sig == syscall.SIGKILL && !tc.sync && res.Route == adapter.RouteProxy && res.StatusCode == 202 {
 						lostInProxy++ // accepted by the process that was killed
 						continue
 					}

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
-	"knative.dev/event-forwarding-proxy/delivery/kube"
 	"knative.dev/event-forwarding-proxy/test/apiserver"
 )
 
@@ -78,14 +78,14 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 	proxy := startProxy(t)
 	sink := newSink(t)
 	logger, logs := testLogger(t)
-	s := delivery.NewSender(delivery.SenderParams{Logger: logger})
+	s := adapter.NewSender(adapter.SenderParams{Logger: logger})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := kube.WatchForwarding(ctx, kc, systemNamespace, s, logger); err != nil {
 		t.Fatal(err)
 	}
 	cms := configMaps{tb: t, kc: kc}
-	d := newDriver(t, s, delivery.Target{URL: sink.url(t), Namespace: "tenant"}, "live")
+	d := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant"}, "live")
 
 	t.Run("ConfigMap edits flip the route", func(t *testing.T) {
 		s.SetDirectSources(10)
@@ -93,17 +93,17 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 			name string
 			data map[string]string // nil: delete the ConfigMap
 			bad  string            // the key a bad value is reported under
-			want delivery.Route
+			want adapter.Route
 		}{
-			{name: "absent: direct", want: delivery.RouteDirect},
-			{name: "proxy set, 10 sources above threshold 5", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "5"}, want: delivery.RouteProxy},
-			{name: "bad threshold: refused, route kept", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "-1"}, bad: "event-forwarding-threshold", want: delivery.RouteProxy},
-			{name: "bad proxy URL: refused, route kept", data: map[string]string{"event-forwarding-proxy": "event-forwarding-proxy:8080", "event-forwarding-threshold": "5"}, bad: "event-forwarding-proxy", want: delivery.RouteProxy},
-			{name: "threshold raised above the count: direct", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "100"}, want: delivery.RouteDirect},
-			{name: "threshold 0: always", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "0"}, want: delivery.RouteProxy},
-			{name: "proxy URL emptied: off", data: map[string]string{"event-forwarding-proxy": "", "event-forwarding-threshold": "0"}, want: delivery.RouteDirect},
-			{name: "set again", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "0"}, want: delivery.RouteProxy},
-			{name: "ConfigMap deleted: off", want: delivery.RouteDirect},
+			{name: "absent: direct", want: adapter.RouteDirect},
+			{name: "proxy set, 10 sources above threshold 5", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "5"}, want: adapter.RouteProxy},
+			{name: "bad threshold: refused, route kept", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "-1"}, bad: "event-forwarding-threshold", want: adapter.RouteProxy},
+			{name: "bad proxy URL: refused, route kept", data: map[string]string{"event-forwarding-proxy": "event-forwarding-proxy:8080", "event-forwarding-threshold": "5"}, bad: "event-forwarding-proxy", want: adapter.RouteProxy},
+			{name: "threshold raised above the count: direct", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "100"}, want: adapter.RouteDirect},
+			{name: "threshold 0: always", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "0"}, want: adapter.RouteProxy},
+			{name: "proxy URL emptied: off", data: map[string]string{"event-forwarding-proxy": "", "event-forwarding-threshold": "0"}, want: adapter.RouteDirect},
+			{name: "set again", data: map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "0"}, want: adapter.RouteProxy},
+			{name: "ConfigMap deleted: off", want: adapter.RouteDirect},
 		}
 		for i, st := range steps {
 			t.Run(st.name, func(t *testing.T) {
@@ -138,14 +138,14 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 	t.Run("threshold crossings both ways", func(t *testing.T) {
 		s.SetDirectSources(0)
 		waitLogged(t, logs, msgApplied, cms.put(map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "100"}))
-		dx := newDriver(t, s, delivery.Target{URL: sink.url(t), Namespace: "tenant"}, "crossing")
+		dx := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant"}, "crossing")
 		steps := []struct {
 			sources int
-			want    delivery.Route
+			want    adapter.Route
 		}{
-			{50, delivery.RouteDirect}, {100, delivery.RouteDirect}, {101, delivery.RouteProxy},
-			{95, delivery.RouteProxy}, {90, delivery.RouteProxy}, {89, delivery.RouteDirect},
-			{99, delivery.RouteDirect}, {150, delivery.RouteProxy}, {0, delivery.RouteDirect},
+			{50, adapter.RouteDirect}, {100, adapter.RouteDirect}, {101, adapter.RouteProxy},
+			{95, adapter.RouteProxy}, {90, adapter.RouteProxy}, {89, adapter.RouteDirect},
+			{99, adapter.RouteDirect}, {150, adapter.RouteProxy}, {0, adapter.RouteDirect},
 		}
 		for _, st := range steps {
 			s.SetDirectSources(st.sources)

@@ -1,4 +1,4 @@
-// Package sender tests delivery.Sender as a source author meets it: against
+// Package sender tests adapter.Sender as a source author meets it: against
 // the real proxy binary, run as a process, a real Kubernetes API server
 // (test/apiserver) for the live ConfigMap and the TokenRequest API, and
 // recording sinks on loopback.

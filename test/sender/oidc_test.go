@@ -14,19 +14,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
-	"knative.dev/event-forwarding-proxy/delivery/kube"
 	"knative.dev/event-forwarding-proxy/test/apiserver"
 )
 
 // countingTokens counts the requests that reach the real TokenRequester.
 type countingTokens struct {
-	next  delivery.TokenSource
+	next  adapter.TokenSource
 	calls atomic.Int64
 }
 
-func (c *countingTokens) Token(ctx context.Context, sa delivery.ServiceAccount, audience string) (delivery.Token, error) {
+func (c *countingTokens) Token(ctx context.Context, sa adapter.ServiceAccount, audience string) (adapter.Token, error) {
 	c.calls.Add(1)
 	return c.next.Token(ctx, sa, audience)
 }
@@ -61,28 +61,28 @@ func TestOIDCTokensFromTheAPIServer(t *testing.T) {
 	createServiceAccount(t, kc, "tenant-a", "oidc-ping")
 	proxy := startProxy(t, "FORWARD_AUTH=oidc", "FORWARD_OIDC_ISSUER="+srv.Issuer, "KUBECONFIG="+srv.Kubeconfig)
 	sink := newSink(t)
-	adapter := delivery.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"}
-	target := delivery.Target{URL: sink.url(t), Namespace: "tenant-a", ServiceAccount: "oidc-ping", Audience: "sink-audience"}
+	adapterSA := adapter.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"}
+	target := adapter.Target{URL: sink.url(t), Namespace: "tenant-a", ServiceAccount: "oidc-ping", Audience: "sink-audience"}
 
 	tests := []struct {
 		name          string
 		proxyAudience string
 		ticks         int
 		forward       bool
-		wantRoute     delivery.Route
+		wantRoute     adapter.Route
 		wantFallback  bool
 		wantRequests  int64 // token requests for the whole case
 	}{
-		{name: "through the proxy, two ticks of 50 sources", ticks: 2, forward: true, wantRoute: delivery.RouteProxy, wantRequests: 2},
-		{name: "direct, two ticks of 50 sources", ticks: 2, wantRoute: delivery.RouteDirect, wantRequests: 1},
+		{name: "through the proxy, two ticks of 50 sources", ticks: 2, forward: true, wantRoute: adapter.RouteProxy, wantRequests: 2},
+		{name: "direct, two ticks of 50 sources", ticks: 2, wantRoute: adapter.RouteDirect, wantRequests: 1},
 		{name: "a token for the wrong audience: the proxy refuses it, events go direct", proxyAudience: "not-the-proxy", ticks: 1,
-			forward: true, wantRoute: delivery.RouteDirect, wantFallback: true, wantRequests: 2},
+			forward: true, wantRoute: adapter.RouteDirect, wantFallback: true, wantRequests: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tokens := &countingTokens{next: &kube.TokenRequester{Client: kc, Expiration: 10 * time.Minute}}
 			logger, _ := testLogger(t)
-			s := delivery.NewSender(delivery.SenderParams{Logger: logger, Tokens: tokens, ProxyIdentity: adapter, ProxyAudience: tc.proxyAudience})
+			s := adapter.NewSender(adapter.SenderParams{Logger: logger, Tokens: tokens, ProxyIdentity: adapterSA, ProxyAudience: tc.proxyAudience})
 			if tc.forward {
 				s.SetForwarding(config.Forwarding{ProxyURL: mustURL(t, proxy.URL), Threshold: 0})
 			}

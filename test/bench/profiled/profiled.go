@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/internal/telemetry"
 	"knative.dev/event-forwarding-proxy/proxy"
 	"knative.dev/event-forwarding-proxy/test/bench/h2cserver"
 )
@@ -52,7 +53,7 @@ func Serve(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	mp, err := proxy.NewPrometheusMeterProvider(reg)
+	mp, err := telemetry.NewPrometheusMeterProvider(reg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -197,9 +199,9 @@ func TestSenderTokens(t *testing.T) {
 	direct, forwarded := sink.requests()[0].Header, proxy.requests()[0].Header
 	got := map[string]string{
 		"direct Authorization":               direct.Get("Authorization"),
-		"direct Kn-Forward-Authorization":    direct.Get(HeaderForwardAuthorization),
+		"direct Kn-Forward-Authorization":    direct.Get(delivery.HeaderForwardAuthorization),
 		"forwarded Authorization":            forwarded.Get("Authorization"),
-		"forwarded Kn-Forward-Authorization": forwarded.Get(HeaderForwardAuthorization),
+		"forwarded Kn-Forward-Authorization": forwarded.Get(delivery.HeaderForwardAuthorization),
 	}
 	want := map[string]string{
 		"direct Authorization":               "Bearer tenant/oidc-ping@sink-aud#1",

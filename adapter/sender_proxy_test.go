@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"encoding/json"
@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // proxyError answers as the proxy does when it refuses a call itself.
 func proxyError(w http.ResponseWriter, status int, reason string, retryAfter string) {
-	w.Header().Set(HeaderForwardError, reason)
+	w.Header().Set(delivery.HeaderForwardError, reason)
 	if retryAfter != "" {
-		w.Header().Set(HeaderRetryAfter, retryAfter)
+		w.Header().Set(delivery.HeaderRetryAfter, retryAfter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -260,7 +262,7 @@ func TestSendCACertsSinkGoesDirect(t *testing.T) {
 }
 
 func TestJudgeProxyAnswer(t *testing.T) {
-	reason := func(r string) http.Header { return http.Header{HeaderForwardError: {r}} }
+	reason := func(r string) http.Header { return http.Header{delivery.HeaderForwardError: {r}} }
 	tests := []struct {
 		name   string
 		status int

@@ -1,4 +1,4 @@
-package proxy
+package telemetry
 
 import (
 	"net/http"

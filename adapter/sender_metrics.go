@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // MeterName names the sender's meter.
-const MeterName = "knative.dev/event-forwarding-proxy/delivery"
+const MeterName = "knative.dev/event-forwarding-proxy/adapter"
 
 // Metric names of the sender. The OTel Prometheus exporter appends _total
 // to counters and _seconds to histograms in seconds, so the exported names

@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/adapter"
 )
 
 // TokenRequester issues service-account tokens through the TokenRequest API
 // (POST .../serviceaccounts/<name>/token), as Knative's OIDC token provider
-// does. The sender caches them (delivery.CachedTokens); the caller needs
+// does. The sender caches them (adapter.CachedTokens); the caller needs
 // RBAC "create" on serviceaccounts/token in the namespaces it serves.
 type TokenRequester struct {
 	// Client reaches the API server. Required.
@@ -28,7 +28,7 @@ type TokenRequester struct {
 	Expiration time.Duration
 }
 
-var _ delivery.TokenSource = (*TokenRequester)(nil)
+var _ adapter.TokenSource = (*TokenRequester)(nil)
 
 // NewTokenRequester returns a TokenRequester asking for one-hour tokens.
 func NewTokenRequester(kc kubernetes.Interface) *TokenRequester {
@@ -36,7 +36,7 @@ func NewTokenRequester(kc kubernetes.Interface) *TokenRequester {
 }
 
 // Token requests a token for sa with the given audience.
-func (r *TokenRequester) Token(ctx context.Context, sa delivery.ServiceAccount, audience string) (delivery.Token, error) {
+func (r *TokenRequester) Token(ctx context.Context, sa adapter.ServiceAccount, audience string) (adapter.Token, error) {
 	exp := r.Expiration
 	if exp <= 0 {
 		exp = time.Hour
@@ -46,7 +46,7 @@ func (r *TokenRequester) Token(ctx context.Context, sa delivery.ServiceAccount, 
 		Spec: authv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &secs},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return delivery.Token{}, fmt.Errorf("TokenRequest for %s, audience %q: %w", sa, audience, err)
+		return adapter.Token{}, fmt.Errorf("TokenRequest for %s, audience %q: %w", sa, audience, err)
 	}
-	return delivery.Token{Value: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time}, nil
+	return adapter.Token{Value: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time}, nil
 }

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // maxCABundles bounds the pools kept for sinks with their own CA
@@ -23,15 +25,15 @@ const maxCABundles = 256
 // every tick: one pair of transports (HTTP/1.1 and h2c) for sinks the
 // system roots verify and for the proxy, plus one per distinct CA bundle.
 type pools struct {
-	params TransportParams
+	params delivery.TransportParams
 	tp     trace.TracerProvider
-	base   *Transports
+	base   *delivery.Transports
 	rt1    http.RoundTripper // base.HTTP1, traced
 	rt2c   http.RoundTripper // base.H2C, traced
 
 	mu     sync.Mutex
 	byCA   map[[32]byte]http.RoundTripper
-	caTr   []*Transports
+	caTr   []*delivery.Transports
 	probes map[string]*probe
 }
 
@@ -41,12 +43,12 @@ type probe struct {
 	h2c  bool
 }
 
-func newPools(p TransportParams, tp trace.TracerProvider) *pools {
-	base := NewTransports(p)
+func newPools(p delivery.TransportParams, tp trace.TracerProvider) *pools {
+	base := delivery.NewTransports(p)
 	return &pools{
 		params: p, tp: tp, base: base,
-		rt1:    TraceTransport(base.HTTP1, tp, nil),
-		rt2c:   TraceTransport(base.H2C, tp, nil),
+		rt1:    delivery.TraceTransport(base.HTTP1, tp, nil),
+		rt2c:   delivery.TraceTransport(base.H2C, tp, nil),
 		byCA:   map[[32]byte]http.RoundTripper{},
 		probes: map[string]*probe{},
 	}
@@ -134,8 +136,8 @@ func (p *pools) withCA(caCerts string) (http.RoundTripper, error) {
 	}
 	tlsConfig.RootCAs = roots
 	params.TLSConfig = tlsConfig
-	t := NewTransports(params)
-	rt := TraceTransport(t.HTTP1, p.tp, nil)
+	t := delivery.NewTransports(params)
+	rt := delivery.TraceTransport(t.HTTP1, p.tp, nil)
 	p.byCA[key] = rt
 	p.caTr = append(p.caTr, t)
 	return rt, nil

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"net/url"

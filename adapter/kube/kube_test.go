@@ -22,8 +22,8 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"knative.dev/pkg/ptr"
 
+	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -145,7 +145,7 @@ func TestTokenRequester(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &TokenRequester{Client: kc, Expiration: tc.exp}
-			tok, err := r.Token(context.Background(), delivery.ServiceAccount{Namespace: "ns", Name: "sa"}, "aud")
+			tok, err := r.Token(context.Background(), adapter.ServiceAccount{Namespace: "ns", Name: "sa"}, "aud")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,14 +164,14 @@ func TestTargetFor(t *testing.T) {
 	tests := []struct {
 		name string
 		st   duckv1.SourceStatus
-		want delivery.Target
+		want adapter.Target
 	}{
-		{name: "not resolved yet", want: delivery.Target{Namespace: "tenant"}},
+		{name: "not resolved yet", want: adapter.Target{Namespace: "tenant"}},
 		{name: "plain sink", st: duckv1.SourceStatus{SinkURI: sink},
-			want: delivery.Target{Namespace: "tenant", URL: sink.URL()}},
+			want: adapter.Target{Namespace: "tenant", URL: sink.URL()}},
 		{name: "TLS and OIDC", st: duckv1.SourceStatus{SinkURI: sink, SinkCACerts: ptr.String("PEM"), SinkAudience: ptr.String("aud"),
 			Auth: &duckv1.AuthStatus{ServiceAccountName: ptr.String("oidc-sa")}},
-			want: delivery.Target{Namespace: "tenant", URL: sink.URL(), CACerts: "PEM", Audience: "aud", ServiceAccount: "oidc-sa"}},
+			want: adapter.Target{Namespace: "tenant", URL: sink.URL(), CACerts: "PEM", Audience: "aud", ServiceAccount: "oidc-sa"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"go.uber.org/zap"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // fallbackReason says why an event meant for the proxy went direct; the
@@ -61,7 +63,7 @@ func judgeProxyAnswer(status int, h http.Header, sync bool) proxyVerdict {
 	if isSuccess(status) {
 		return proxyDelivered
 	}
-	switch h.Get(HeaderForwardError) {
+	switch h.Get(delivery.HeaderForwardError) {
 	case "":
 		switch {
 		case sync && retryableStatus(status):
@@ -128,7 +130,7 @@ func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *e
 			if s.shouldLogRefusal() {
 				s.p.Logger.Warnw("The event-forwarding proxy refused an event: sending directly (logged once per "+logRefusals.String()+
 					"; kn_forward_sender_fallbacks_total counts them all)",
-					zap.Int("status", a.status), zap.String("reason", a.header.Get(HeaderForwardError)), zap.String("sink", t.URL.Redacted()))
+					zap.Int("status", a.status), zap.String("reason", a.header.Get(delivery.HeaderForwardError)), zap.String("sink", t.URL.Redacted()))
 			}
 			return fallbackRefused, nil
 		case verdict == proxySinkFinal:
@@ -145,7 +147,7 @@ func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *e
 }
 
 func reasonOrSink(h http.Header) string {
-	if r := h.Get(HeaderForwardError); r != "" {
+	if r := h.Get(delivery.HeaderForwardError); r != "" {
 		return r
 	}
 	return "the sink's answer"
@@ -160,12 +162,12 @@ func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) e
 	if err := s.setSinkHeaders(ctx, h, t); err != nil {
 		return err
 	}
-	h.Set(HeaderForwardTo, t.URL.String())
-	h.Set(HeaderForwardTimeout, FormatDuration(s.p.Timeout))
+	h.Set(delivery.HeaderForwardTo, t.URL.String())
+	h.Set(delivery.HeaderForwardTimeout, delivery.FormatDuration(s.p.Timeout))
 	if !t.Sync {
-		h.Set(HeaderPrefer, PreferRespondAsync)
-		h.Set(HeaderForwardRetry, strconv.Itoa(s.p.Retries))
-		h.Set(HeaderForwardBackoffDelay, FormatDuration(s.p.BackoffDelay))
+		h.Set(delivery.HeaderPrefer, delivery.PreferRespondAsync)
+		h.Set(delivery.HeaderForwardRetry, strconv.Itoa(s.p.Retries))
+		h.Set(delivery.HeaderForwardBackoffDelay, delivery.FormatDuration(s.p.BackoffDelay))
 	}
 	return nil
 }
@@ -186,6 +188,6 @@ func (s *Sender) setProxyToken(ctx context.Context, h http.Header, t Target) err
 	if err != nil {
 		return tokenError{err: fmt.Errorf("token of %s for the proxy: %w", sa, err), proxy: true}
 	}
-	h.Set(HeaderForwardAuthorization, "Bearer "+tok.Value)
+	h.Set(delivery.HeaderForwardAuthorization, "Bearer "+tok.Value)
 	return nil
 }

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // answer is what one attempt got back.
@@ -93,7 +95,7 @@ func refusedDirect(t Target, res *Result, status int) error {
 // and, with OIDC, the source's token for the sink's audience.
 func (s *Sender) setSinkHeaders(ctx context.Context, h http.Header, t Target) error {
 	if t.Namespace != "" {
-		h.Set(HeaderNamespace, t.Namespace)
+		h.Set(delivery.HeaderNamespace, t.Namespace)
 	}
 	if s.tokens == nil || t.Audience == "" || t.ServiceAccount == "" {
 		return nil

@@ -10,9 +10,9 @@ import (
 	"k8s.io/client-go/rest"
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
+	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery"
-	"knative.dev/event-forwarding-proxy/delivery/kube"
 )
 
 // A multi-tenant source wires the sender in a few lines: one Sender per
@@ -27,10 +27,10 @@ func Example() {
 	}
 	kc := kubernetes.NewForConfigOrDie(restConfig)
 
-	sender := delivery.NewSender(delivery.SenderParams{
+	sender := adapter.NewSender(adapter.SenderParams{
 		Logger:        logger,
 		Tokens:        kube.NewTokenRequester(kc), // OIDC; nil without it
-		ProxyIdentity: delivery.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"},
+		ProxyIdentity: adapter.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"},
 	})
 	if err := kube.WatchForwarding(ctx, kc, config.SystemNamespace(os.LookupEnv), sender, logger); err != nil {
 		logger.Fatal(err)

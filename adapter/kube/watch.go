@@ -14,7 +14,7 @@ import (
 	"knative.dev/event-forwarding-proxy/config"
 )
 
-// ForwardingSetter receives each good configuration; *delivery.Sender is one.
+// ForwardingSetter receives each good configuration; *adapter.Sender is one.
 type ForwardingSetter interface {
 	SetForwarding(config.Forwarding)
 }

@@ -1,4 +1,4 @@
-package delivery
+package adapter
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
-	"knative.dev/event-forwarding-proxy/delivery/internal/aside"
+	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/internal/aside"
 )
 
 // Sender delivers CloudEvents for a multi-tenant source, to many sinks on
@@ -43,11 +44,11 @@ import (
 // change; package delivery/kube). A source author wires it so:
 //
 //	kc := kubernetes.NewForConfigOrDie(restConfig)
-//	sender := delivery.NewSender(delivery.SenderParams{
+//	sender := adapter.NewSender(adapter.SenderParams{
 //		Logger:        logger,
 //		MeterProvider: meterProvider,
 //		Tokens:        kube.NewTokenRequester(kc), // OIDC; nil without it
-//		ProxyIdentity: delivery.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"},
+//		ProxyIdentity: adapter.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"},
 //	})
 //	// config-event-forwarding, watched: an edit applies to the next send.
 //	if err := kube.WatchForwarding(ctx, kc, config.SystemNamespace(os.LookupEnv), sender, logger); err != nil {
@@ -65,7 +66,7 @@ type Sender struct {
 	pools     *pools
 	tokens    TokenSource
 	metrics   *senderMetrics
-	backoff   Backoff
+	backoff   delivery.Backoff
 	downUntil atomic.Int64 // unix nanoseconds: the proxy is bypassed until then
 	refusedAt atomic.Int64 // unix nanoseconds: last refusal by the proxy logged
 }
@@ -76,7 +77,7 @@ type SenderParams struct {
 	// Transport tunes the shared connection pools. Its zero value keeps up
 	// to 1024 idle connections per sink for 5 minutes, past the gap
 	// between two ticks.
-	Transport TransportParams
+	Transport delivery.TransportParams
 	// Timeout bounds one call to a sink: a direct attempt, or the call the
 	// proxy makes (sent as Kn-Forward-Timeout). If zero, 10 minutes.
 	Timeout time.Duration
@@ -183,7 +184,7 @@ func NewSender(p SenderParams) *Sender {
 			s.tokens = &CachedTokens{Source: p.Tokens, Now: p.Now}
 		}
 	}
-	s.backoff = Backoff{Retries: p.Retries, Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
+	s.backoff = delivery.Backoff{Retries: p.Retries, Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
 	s.metrics = newSenderMetrics(p.MeterProvider, &s.router)
 	return s
 }
@@ -341,7 +342,7 @@ func (s *Sender) shouldLogRefusal() bool {
 func (s *Sender) retryWait(ctx context.Context, route Route, attempt int, h http.Header) bool {
 	var ra time.Duration
 	if h != nil {
-		ra = RetryAfter(h, s.p.Now())
+		ra = delivery.RetryAfter(h, s.p.Now())
 	}
 	s.metrics.retried(ctx, route)
 	return s.p.Sleep(ctx, s.backoff.Wait(attempt, ra)) == nil
@@ -357,4 +358,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// orDefault returns v, or def when v is not positive: how zero settings
+// take their defaults.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
