@@ -41,7 +41,7 @@ import (
 // The route follows the Router: the adapter reports how many sources it
 // serves (SetDirectSources) and the eventing ConfigMap sets the proxy and
 // the threshold (SetForwarding, which kube.WatchForwarding calls on every
-// change; package delivery/kube). A source author wires it so:
+// change; package adapter/kube). A source author wires it so:
 //
 //	kc := kubernetes.NewForConfigOrDie(restConfig)
 //	sender := adapter.NewSender(adapter.SenderParams{

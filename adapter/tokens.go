@@ -26,7 +26,7 @@ type Token struct {
 
 // TokenSource issues OIDC tokens for a service account and an audience.
 // The real one asks the Kubernetes TokenRequest API (package
-// delivery/kube); tests fake it.
+// adapter/kube); tests fake it.
 type TokenSource interface {
 	Token(ctx context.Context, sa ServiceAccount, audience string) (Token, error)
 }

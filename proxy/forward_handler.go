@@ -154,9 +154,9 @@ func (f *forwarder) suspend(w http.ResponseWriter, x *forwarding) {
 }
 
 // handOff leaves a held HTTP/2 request's call that must wait on a
-// goroutine (an HTTP/1.1 destination) to the stream's goroutine, which
-// waits anyway (observeHandler.hold): the chain's goroutine ends instead of
-// waiting beside it.
+// goroutine (an HTTP/1.1 destination) to a fresh one, which
+// observeHandler.settle starts once the chain is done: the call waits on a
+// stack the chain never deepened.
 func (f *forwarder) handOff(w http.ResponseWriter, x *forwarding) {
 	x.outlive(w, handedOff)
 	x.c.held.handoff = x.wait
@@ -169,13 +169,13 @@ func (x *forwarding) outlive(w http.ResponseWriter, p phase) {
 	x.c.leave(p)
 }
 
-// wait runs a handed-off call on the stream's goroutine.
+// wait runs a handed-off call on the goroutine settle started for it.
 func (x *forwarding) wait() {
 	x.resumed(x.roundTrip())
 }
 
 // resumed answers a call that outlived the chain, on the goroutine that
-// got its answer (the stream's, for a call handed off), then ends the
+// got its answer (the one settle started, for a call handed off), then ends the
 // request (observation.resumed).
 func (x *forwarding) resumed(resp *http.Response, err error) {
 	defer x.c.held.resumed()

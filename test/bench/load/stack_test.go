@@ -43,11 +43,11 @@ func TestHeldH2CCallStackStaysSmall(t *testing.T) {
 
 // heldMixedStackMax is the most goroutine stack a held synchronous call
 // from an HTTP/2 caller to an HTTP/1.1 destination may cost. It waits on
-// the stream's goroutine (forwarder.handOff), which the chain never
-// deepened and which dials on a goroutine of its own
+// a goroutine of its own that the chain never deepened
+// (forwarder.handOff), which dials on yet another one
 // (http1.Transport.dialAside): its stack stays at 4 KiB. Waiting on the
-// chain's goroutine beside the stream's, such a call cost 10.9 KB at 2,000
-// calls, on the stream's goroutine dialing itself 8.4 KB.
+// chain's goroutine, such a call cost 10.9 KB at 2,000 calls; dialing on
+// its own, 8.4 KB.
 const heldMixedStackMax = 6 << 10
 
 // TestHeldMixedCallStackStaysSmall holds calls from an h2c caller to an

@@ -12,8 +12,8 @@ const (
 	peerNaive = "naive"
 )
 
-// targets judges issue 8's targets on this run, for the proxy and, for
-// comparison, the naive peer.
+// targets judges the proxy's performance targets on this run, for the
+// proxy and, for comparison, the naive peer.
 func targets(r *result.Results) string {
 	rows := [][]string{
 		memoryTarget(r),
@@ -22,7 +22,7 @@ func targets(r *result.Results) string {
 		cpuTarget(r),
 		rampRow(r),
 	}
-	return table([]string{"target (issue 8)", "this proxy", "naive peer", "met"}, rows)
+	return table([]string{"target", "this proxy", "naive peer", "met"}, rows)
 }
 
 // rampRow shows, for reading the latency rows, the worst p99 of probes
