@@ -170,6 +170,11 @@ type Proxy struct {
 	// LogLevel is debug, info, warn or error (FORWARD_LOG_LEVEL); if unset,
 	// info.
 	LogLevel string
+	// LogCallsPerSecond bounds the per-call lines about refused and failed
+	// synchronous calls; the lines beyond it are counted and their number
+	// logged once a second (FORWARD_LOG_CALLS_PER_SECOND). 0 logs every
+	// line; if unset, 100. Lost async events are always logged, each.
+	LogCallsPerSecond int
 }
 
 // bytesPerHeldCall is the memory budgeted for one held call when sizing
@@ -230,6 +235,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		TraceExporter:          r.oneOf("FORWARD_TRACE_EXPORTER", "none", "otlp"),
 		TraceSamplingRatio:     r.ratio("FORWARD_TRACE_SAMPLING_RATIO", 1),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
+		LogCallsPerSecond:      r.nonNegativeInt("FORWARD_LOG_CALLS_PER_SECOND", 100),
 	}
 	c.AsyncRetries = r.nonNegativeInt("FORWARD_ASYNC_RETRY", min(5, c.AsyncMaxRetries))
 	c.MaxInflightPerDestination = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_DESTINATION", max(c.MaxInflight/2, 1))

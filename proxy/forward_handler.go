@@ -324,6 +324,11 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 	}
+	if _, ok := h["Content-Type"]; !ok {
+		// net/http would sniff one from the body: the caller gets the
+		// destination's headers alone. A nil value stops the sniffing.
+		h["Content-Type"] = nil
+	}
 	w.WriteHeader(resp.StatusCode)
 	if err := copyAnswer(w, resp); err != nil {
 		f.logger.Debugw("Answer broke off", zap.String("destination", out.URL.Host), zap.Error(err))

@@ -3,8 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +282,31 @@ func TestRedirectsNotFollowed(t *testing.T) {
 	}
 	if n := target.Count(); n != 0 {
 		t.Errorf("the redirect target received %d requests, want 0", n)
+	}
+}
+
+// TestForwardAddsNoContentType: an answer without Content-Type reaches the
+// caller without one; net/http's server would otherwise sniff the body
+// and add text/html or text/plain.
+func TestForwardAddsNoContentType(t *testing.T) {
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		_, _ = io.WriteString(w, "<html>not a type the destination named")
+	}))
+	t.Cleanup(dest.Close)
+	tp := newTestProxy(t, nil)
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+	}{{"HTTP/1.1 caller", h1Client(t)}, {"h2c caller", h2cClient(t)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, tc.client, tp.newRequest(t, dest.URL, strings.NewReader("e")))
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "<html>") {
+				t.Fatalf("status %d, body %q; want the destination's answer", resp.StatusCode, body)
+			}
+			if ct, ok := resp.Header["Content-Type"]; ok {
+				t.Errorf("Content-Type %q reached the caller, want none", ct)
+			}
+		})
 	}
 }

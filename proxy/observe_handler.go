@@ -16,15 +16,18 @@ import (
 // record and, unless the request is a probe, its server span; when the
 // request ends it records the outcome, status class, duration and the
 // proxy's reason, if the proxy answered itself, and logs each refused or
-// failed call once. tr may be nil (no traces).
-func NewObserveHandler(m *Metrics, tr *tracer, logger *zap.SugaredLogger, next http.Handler) http.Handler {
-	return &observeHandler{m: m, tr: tr, logger: logger, next: next}
+// failed call once, at most linesPerSecond of them a second (0: no bound;
+// the lines beyond it are counted and the count logged). tr may be nil
+// (no traces).
+func NewObserveHandler(m *Metrics, tr *tracer, logger *zap.SugaredLogger, linesPerSecond int, next http.Handler) http.Handler {
+	return &observeHandler{m: m, tr: tr, logger: logger, lines: newLineBudget(linesPerSecond, logger), next: next}
 }
 
 type observeHandler struct {
 	m      *Metrics
 	tr     *tracer
 	logger *zap.SugaredLogger
+	lines  *lineBudget // the per-call lines logAnswer writes
 	next   http.Handler
 }
 
@@ -143,7 +146,7 @@ func (h *observeHandler) end(o *observation) {
 func (h *observeHandler) record(o *observation, p any) {
 	if !o.c.probe {
 		out := outcomeOf(o.c, o.sw.status, o.sw.reason)
-		if o.sw.reason != "" {
+		if o.sw.reason != "" && h.lines.take() {
 			logAnswer(h.logger, o.r, o.c, out, &o.sw)
 		}
 		if p != nil {

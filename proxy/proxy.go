@@ -135,7 +135,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	h = NewProbeHandler(p.Drainer, h)
 	h = NewRequestGuardHandler(h)
 	h = NewLoopHandler(o.loopID, h)
-	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, h)
+	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, cfg.LogCallsPerSecond, h)
 	return p
 }
 

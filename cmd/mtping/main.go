@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/logging"
 
 	"knative.dev/eventing/pkg/client/clientset/versioned"
 
@@ -43,7 +42,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "mtping: invalid configuration:", err)
 		return 2
 	}
-	logger, _ := logging.NewLogger("", env.LogLevel)
+	logger := telemetry.NewLogger(env.LogLevel)
 	defer func() { _ = logger.Sync() }()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

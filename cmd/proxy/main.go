@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"knative.dev/pkg/logging"
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
@@ -33,7 +32,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "proxy: invalid configuration:", err)
 		return 2
 	}
-	logger, _ := logging.NewLogger("", cfg.LogLevel)
+	logger := telemetry.NewLogger(cfg.LogLevel)
 	defer func() { _ = logger.Sync() }()
 	if limit, ok := config.SoftMemoryLimit(os.LookupEnv, config.MemoryLimit()); ok {
 		debug.SetMemoryLimit(limit)

@@ -89,6 +89,10 @@ func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
 	c.cond.L = &c.mu
 	c.w = h2conn.NewWriter(nc)
 	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	// We announce no SETTINGS_MAX_FRAME_SIZE: a destination's frames
+	// beyond the default size break the protocol (RFC 9113 4.2), and the
+	// Framer would allocate what a header announces, up to 16 MiB.
+	c.rfr.SetMaxReadFrameSize(initialFrame)
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = uint32(min(t.headerLimit(), math.MaxUint32))
 	c.rfr.SetReuseFrames()

@@ -99,6 +99,11 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = s.headerListLimit()
 	c.rfr.SetReuseFrames()
+	// We announce no SETTINGS_MAX_FRAME_SIZE, so the caller may send
+	// frames of the default size alone (RFC 9113 4.2). The Framer's own
+	// bound is 16 MiB, and it allocates what a frame header announces
+	// before reading it: x/net's server bounds it the same way.
+	c.rfr.SetMaxReadFrameSize(initialFrame)
 	return c
 }
 
@@ -144,6 +149,9 @@ func (c *conn) readLoop() error {
 			if errors.As(err, &se) {
 				c.onStreamError(se)
 				continue
+			}
+			if errors.Is(err, http2.ErrFrameTooLarge) {
+				return http2.ConnectionError(http2.ErrCodeFrameSize)
 			}
 			return err
 		}

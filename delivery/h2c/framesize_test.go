@@ -1,0 +1,57 @@
+package h2c_test
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/delivery/h2c"
+)
+
+// TestAnswerFrameSize: a destination's frames may be as large as the
+// default SETTINGS_MAX_FRAME_SIZE, which the client never raises, and no
+// larger: one byte more, or a frame header that only announces 16 MiB,
+// fails the call at once instead of the Framer allocating and waiting for
+// what the header announced. The next call gets a working connection.
+func TestAnswerFrameSize(t *testing.T) {
+	const limit = 16384
+	frames := newFrameServer(t, nil, func(fc *frameConn) {
+		for {
+			r, err := fc.readRequest()
+			if err != nil {
+				return
+			}
+			fc.writeHeaders(r.stream, false, ":status", "200")
+			switch r.values(":path")[0] {
+			case "/limit":
+				fc.writeData(r.stream, true, []byte(strings.Repeat("a", limit)))
+			case "/over":
+				_ = fc.write(func(fr *http2.Framer) error {
+					return fr.WriteData(r.stream, true, []byte(strings.Repeat("a", limit+1)))
+				})
+			case "/announced":
+				// A DATA frame header for 16 MiB - 1 and nothing after it.
+				_ = fc.write(func(fr *http2.Framer) error {
+					_, err := fc.conn.Write([]byte{0xff, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, byte(r.stream)})
+					return err
+				})
+			}
+		}
+	})
+	tr, _ := newTransport(t, &h2c.Transport{})
+	for _, tc := range []struct {
+		path    string
+		wantErr bool
+	}{{"/limit", false}, {"/over", true}, {"/announced", true}, {"/limit", false}} {
+		t.Run(tc.path, func(t *testing.T) {
+			r := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+tc.path, nil, 0))
+			switch {
+			case tc.wantErr && r.Err() == nil:
+				t.Errorf("call succeeded with %d bytes, want an error", len(r.Body))
+			case !tc.wantErr && (r.Err() != nil || len(r.Body) != limit):
+				t.Errorf("call: %d bytes, %v; want %d bytes", len(r.Body), r.Err(), limit)
+			}
+		})
+	}
+}

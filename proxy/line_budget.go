@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// lineBudget lets at most perSecond per-call log lines through in each
+// second and counts the rest; once a second that dropped lines is over,
+// one line says how many. A nil *lineBudget lets every line through.
+type lineBudget struct {
+	perSecond int
+	logger    *zap.SugaredLogger
+	now       func() time.Time
+
+	mu      sync.Mutex
+	second  int64 // the Unix second being counted
+	used    int
+	dropped int
+}
+
+func newLineBudget(perSecond int, logger *zap.SugaredLogger) *lineBudget {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &lineBudget{perSecond: perSecond, logger: logger, now: time.Now}
+}
+
+// take reports whether a line may be written now.
+func (b *lineBudget) take() bool {
+	if b == nil {
+		return true
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := now.Unix(); s != b.second {
+		b.second, b.used = s, 0
+	}
+	if b.used < b.perSecond {
+		b.used++
+		return true
+	}
+	if b.dropped == 0 {
+		// The first line dropped in this second: report the count when
+		// it is over, whether or not another call comes.
+		time.AfterFunc(time.Unix(b.second+1, 0).Sub(now), b.report)
+	}
+	b.dropped++
+	return false
+}
+
+// report logs how many lines were dropped since the last report.
+func (b *lineBudget) report() {
+	b.mu.Lock()
+	n := b.dropped
+	b.dropped = 0
+	b.mu.Unlock()
+	if n > 0 {
+		b.logger.Warnw("Per-call log lines dropped", zap.Int("dropped", n), zap.Int("perSecond", b.perSecond))
+	}
+}
