@@ -6,7 +6,7 @@ PORT ?= 8080
 SINK_ADDR ?= 127.0.0.1:8081
 FUZZTIME ?= 1m
 
-.PHONY: all build run test unit fuzz-short fuzz lint bench tidy-check tools clean
+.PHONY: all build run test unit integration fuzz-short fuzz lint bench tidy-check tools clean
 
 # Binaries the tests run (kube-apiserver, etcd), built from the pinned nested
 # module test/tools and cached in the git-ignored .cache/bin.
@@ -31,34 +31,57 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
-test: lint tools unit fuzz-short ## everything CI runs
+test: lint unit integration fuzz-short ## everything CI runs
 
-unit: tools
+# The quick loop: every unit test, as `go test ./...` on a fresh clone runs
+# them (no tools, no processes).
+unit: ## unit tests, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Tests that need kube-apiserver and etcd (tools), Prometheus and promtool
+# (prometheus-tools), or build the project's binaries and run them as
+# processes carry the build tag `integration`. Only the packages holding
+# such files run here: the other packages' tests ran in `make unit`.
+INTEGRATION_PKGS = $(shell git ls-files -co --exclude-standard -- '*_test.go' | \
+	xargs grep -lE '^//go:build .*\bintegration\b' | xargs -n1 dirname | sort -u | sed 's|^|./|')
+
+integration: tools prometheus-tools ## tests behind the integration build tag
+	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
 
 # Each fuzz target briefly; `make fuzz FUZZTIME=5m` runs them longer.
 # fuzz-short counts executions rather than seconds: a duration budget can
 # fail with a bare "context deadline exceeded" when it expires under load
 # (a race in Go's fuzz coordinator, golang/go#75804, fixed in Go 1.27).
+# The targets are found, not listed: every Fuzz function `go test -list`
+# reports, each run alone; the first failure stops the run.
 fuzz-short: FUZZTIME := 10000x
 fuzz-short fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzParseDuration$$' -fuzztime=$(FUZZTIME) ./delivery/
-	$(GO) test -run='^$$' -fuzz='^FuzzParseDestination$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzRetryAfter$$' -fuzztime=$(FUZZTIME) ./delivery/
-	$(GO) test -run='^$$' -fuzz='^FuzzPrefersAsync$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzForwardHeaders$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzFraming$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzDestinationPolicy$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzSanitiseHeaders$$' -fuzztime=$(FUZZTIME) ./proxy/
-	$(GO) test -run='^$$' -fuzz='^FuzzAnswer$$' -fuzztime=$(FUZZTIME) ./delivery/http1/
-	$(GO) test -run='^$$' -fuzz='^FuzzHeaders$$' -fuzztime=$(FUZZTIME) ./delivery/h2c/
-	$(GO) test -run='^$$' -fuzz='^FuzzAnswerFrames$$' -fuzztime=$(FUZZTIME) ./delivery/h2c/
-	$(GO) test -run='^$$' -fuzz='^FuzzRequestFrames$$' -fuzztime=$(FUZZTIME) ./proxy/internal/h2server/
+	@set -euo pipefail; \
+	targets=$$($(GO) test -list '^Fuzz' ./... | \
+	  awk '/^Fuzz/ { names = names " " $$1; next } /^ok / { if (names != "") print $$2 names; names = "" }'); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
+	while read -r pkg names; do \
+	  for name in $$names; do \
+	    echo "$(GO) test -run='^$$' -fuzz='^$$name\$$' -fuzztime=$(FUZZTIME) $$pkg"; \
+	    $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) "$$pkg"; \
+	  done; \
+	done <<< "$$targets"
 
-lint: tidy-check
+# golangci-lint at a pinned version, built once into .cache/bin (cold: a
+# few minutes); .golangci.yaml says which linters run and why.
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
+
+$(GOLANGCI_LINT):
+	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+# Vet and golangci-lint see the integration-tagged files too.
+lint: tidy-check $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	@if command -v golangci-lint >/dev/null; then golangci-lint run ./...; fi
+	$(GO) vet -tags integration ./...
+	@v=$$($(GOLANGCI_LINT) version --short); if [ "v$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
+	  echo "$(GOLANGCI_LINT) is v$$v, want $(GOLANGCI_LINT_VERSION): remove it and run make lint again"; exit 1; fi
+	$(GOLANGCI_LINT) run ./...
 
 tidy-check:
 	$(GO) mod tidy -diff
@@ -75,7 +98,6 @@ $(TOOLS_BIN)/etcd: $(TOOLS_MOD)
 # Prometheus and promtool for test/monitoring (Debian's prometheus package,
 # 2.42), installed when either is missing; sudo only when not root.
 .PHONY: prometheus-tools monitoring-rules
-unit: prometheus-tools
 prometheus-tools:
 	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
 	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
@@ -112,8 +134,8 @@ bench: tools bench-nginx ## Go benchmarks of the hot path, then the scenario ben
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
 	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
 	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench
-	$(GO) test -run='^$$' -bench=AdapterTick -benchtime=3x -timeout 20m ./test/sender/
-	$(GO) test -run='^$$' -bench=Seed -benchtime=1x -timeout 30m ./test/mtping/
+	$(GO) test -tags integration -run='^$$' -bench=AdapterTick -benchtime=3x -timeout 20m ./test/sender/
+	$(GO) test -tags integration -run='^$$' -bench=Seed -benchtime=1x -timeout 30m ./test/mtping/
 
 # The seed scenario in small, with a live view (about a minute, loopback
 # only): DEMO_FLAGS='-sources 5000 -hold 30s' changes it ($(BIN)/demo -h).

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package adapter
 
 import (
@@ -276,7 +292,7 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 // goroutine that waits for a sink's answer keeps, for as long as it waits,
 // a stack as large as the deepest point the send reached (the event's
 // validation, or the transport's header encoding), and Send is under all
-// of it (docs/benchmarks.md, step 18).
+// of it: a large frame there would be paid for by every held send.
 func prepare(ctx context.Context, t Target, e *event.Event) (*encoded, error) {
 	if t.URL == nil || (t.URL.Scheme != "http" && t.URL.Scheme != "https") || t.URL.Host == "" {
 		return nil, fmt.Errorf("%w: the sink URL %v is not an absolute http(s) URL", ErrUndelivered, t.URL)

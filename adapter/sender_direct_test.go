@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package adapter
 
 import (
@@ -23,7 +39,7 @@ func TestSendDirectEncodesBinaryWithNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Route != RouteDirect || res.StatusCode != 200 || res.Attempts != 1 || res.Fallback {
+	if res.Route != RouteDirect || res.StatusCode != http.StatusOK || res.Attempts != 1 || res.Fallback {
 		t.Errorf("result %+v", res)
 	}
 	reqs := sink.requests()

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package adapter
 
 import (
@@ -93,7 +109,7 @@ func TestSendThroughProxyAnswers(t *testing.T) {
 					proxyError(w, 503, "overloaded", "2")
 					return
 				}
-				w.WriteHeader(202)
+				w.WriteHeader(http.StatusAccepted)
 			}},
 		{name: "429 tenant_limited honours Retry-After", route: RouteProxy, proxyN: 2, waits: []time.Duration{time.Second},
 			respond: func(w http.ResponseWriter, _ *http.Request, n int) {
@@ -101,7 +117,7 @@ func TestSendThroughProxyAnswers(t *testing.T) {
 					proxyError(w, 429, "tenant_limited", "1")
 					return
 				}
-				w.WriteHeader(202)
+				w.WriteHeader(http.StatusAccepted)
 			}},
 		{name: "busy through every retry: falls back", route: RouteDirect, fallback: true, proxyN: 6, sinkN: 1, reason: "busy",
 			waits:   []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second},

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package delivery
 
 import (
@@ -53,8 +69,10 @@ func ParseDuration(s string) (time.Duration, error) {
 		if strings.Contains(num, ".") && !(inTime && unit == 'S') {
 			return 0, fmt.Errorf("%w: %q: only seconds may have a fraction", ErrBadDuration, s)
 		}
-		var scale time.Duration
-		rank := 0
+		var (
+			scale time.Duration
+			rank  int
+		)
 		switch {
 		case !inTime && unit == 'W':
 			scale, rank = 7*24*time.Hour, 0
@@ -96,12 +114,12 @@ func FormatDuration(d time.Duration) string {
 	if h := d / time.Hour; h > 0 {
 		b.WriteString(strconv.FormatInt(int64(h), 10))
 		b.WriteByte('H')
-		d -= h * time.Hour
+		d %= time.Hour
 	}
 	if m := d / time.Minute; m > 0 {
 		b.WriteString(strconv.FormatInt(int64(m), 10))
 		b.WriteByte('M')
-		d -= m * time.Minute
+		d %= time.Minute
 	}
 	if d > 0 {
 		b.WriteString(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))

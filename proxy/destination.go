@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package proxy
 
 import (
@@ -87,7 +103,7 @@ func parseDestination(values []string) (*url.URL, error) {
 // isZoneID reports whether z, an IPv6 zone, is made of the unreserved
 // characters RFC 6874 allows in a URL (empty: no zone).
 func isZoneID(z string) bool {
-	for i := 0; i < len(z); i++ {
+	for i := range len(z) {
 		c := z[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
 			return false
@@ -194,7 +210,7 @@ func isHostName(host string) bool {
 		if label == "" || len(label) > 63 {
 			return false
 		}
-		for i := 0; i < len(label); i++ {
+		for i := range len(label) {
 			c := label[i]
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 				return false

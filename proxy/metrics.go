@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package proxy
 
 import (
@@ -9,9 +25,11 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// Metric names of the contract (DESIGN.md). The OTel Prometheus exporter
-// appends _total to counters and _seconds to histograms in seconds, so the
-// instrument names leave those suffixes out.
+// Metric names of the contract: the dashboard, the alerts and the
+// autoscaler read them by name (docs/configuration.md lists them as
+// exported). The OTel Prometheus exporter appends _total to counters and
+// _seconds to histograms in seconds, so the instrument names leave those
+// suffixes out.
 const (
 	metricActive          = "kn_forward_active_requests"
 	metricTenantActive    = "kn_forward_tenant_active_requests"
@@ -95,7 +113,7 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metri
 	var (
 		ms  Metrics
 		err error
-		all []error
+		all = make([]error, 0, 10) // one per instrument
 	)
 	ms.active, err = m.Int64UpDownCounter(metricActive, metric.WithDescription("Calls held now (sync and async), by destination namespace"))
 	all = append(all, err)

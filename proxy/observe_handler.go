@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package proxy
 
 import (
@@ -69,8 +85,8 @@ func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // one). The chain runs on the stream's goroutine, which ends once the
 // forwarder has the call out to an h2c destination (suspend): a held call
 // then keeps no goroutine at all, only its records, until the goroutine
-// that gets the answer writes it and ends the stream (resumed;
-// docs/benchmarks.md, steps 15 and 20).
+// that gets the answer writes it and ends the stream (resumed). That is
+// what keeps a held h2c call to a few KB (docs/benchmarks.md).
 func (h *observeHandler) hold(d detacher, w http.ResponseWriter, r *http.Request) {
 	o := &observation{h: h, end: d.Detach()}
 	defer h.settle(o)

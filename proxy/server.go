@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package proxy
 
 import (
@@ -18,9 +34,9 @@ import (
 // HTTP/2 is served by h2server rather than golang.org/x/net/http2 or
 // net/http's copy of it: those give every stream a goroutine and a 4 KiB
 // write buffer for as long as it is open, where h2server lets a held call
-// keep neither (docs/benchmarks.md, step 20). Its writers write their own
-// frames, so no scheduler walks the open streams for each frame written
-// either.
+// keep neither (the memory per held call in docs/benchmarks.md). Its
+// writers write their own frames, so no scheduler walks the open streams
+// for each frame written either.
 func NewServer(cfg *config.Proxy, h http.Handler, logger *zap.SugaredLogger) *http.Server {
 	errorLog := zap.NewStdLog(logger.Desugar())
 	s := &http.Server{

@@ -1,8 +1,25 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package proxy
 
 import (
 	"bytes"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -91,10 +108,10 @@ func TestSmugglingAfterAGoodRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			first, second := readAnswers(t, conn, 2)
-			if first.StatusCode != 200 || string(first.body) != "canary reached" {
+			if first.StatusCode != http.StatusOK || string(first.body) != "canary reached" {
 				t.Errorf("the well-framed request got %d %q, want 200 from the destination", first.StatusCode, first.body)
 			}
-			if second.StatusCode != 400 || second.Header.Get(delivery.HeaderForwardError) != string(ReasonBadRequest) {
+			if second.StatusCode != http.StatusBadRequest || second.Header.Get(delivery.HeaderForwardError) != string(ReasonBadRequest) {
 				t.Errorf("the smuggled request got %d %q, want 400 bad_request", second.StatusCode, second.Header.Get(delivery.HeaderForwardError))
 			}
 			if n := canary.Accepted() - before; n > 1 {
@@ -138,7 +155,7 @@ func TestFramingLeavesGoodRequestsAlone(t *testing.T) {
 	}
 	answers := readAnswerList(t, conn, 2*len(requests))
 	for i, a := range answers {
-		if a.StatusCode != 200 {
+		if a.StatusCode != http.StatusOK {
 			t.Errorf("request %d got %d %q", i, a.StatusCode, a.body)
 		}
 	}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package mtping is a multi-tenant PingSource adapter, a drop-in for
 // upstream's pingsource-mt-adapter that sends through the event-forwarding
 // proxy (adapter.Sender) and shares its PingSources among replicas.
@@ -241,7 +257,7 @@ func (a *Adapter) shutdown(stopElection func(), elected <-chan error, cancelSend
 	a.cron.Stop()
 	stopElection()
 	select {
-	case <-elected:
+	case <-elected: //nolint:errcheck // the election ends because stopElection cancelled it: its result says nothing more
 		a.p.Logger.Info("Leases released")
 	case <-time.After(10 * time.Second):
 		a.p.Logger.Warn("Leases not released in 10 s: the standbys take them when they expire")

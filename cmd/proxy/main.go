@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Command proxy is the event-forwarding proxy: a stateless Knative Service
 // that forwards each event to the destination named in its Kn-Forward-To
 // header and holds the long synchronous calls for the senders.
@@ -79,7 +95,7 @@ func run() int {
 	msrv := telemetry.NewMetricsServer(cfg.MetricsPort, reg)
 	served := make(chan error, 2)
 	for _, s := range []*http.Server{srv, msrv} {
-		ln, err := net.Listen("tcp", s.Addr)
+		ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", s.Addr)
 		if err != nil {
 			logger.Errorw("Cannot listen", "addr", s.Addr, "error", err)
 			return 1

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2c_test
 
 // Transport.Go when the call does not simply get its answer: contexts,
@@ -102,7 +118,7 @@ func TestGoContextWhileHeld(t *testing.T) {
 			if held.reset || held.path != "/held" {
 				t.Fatalf("the destination saw %+v first, want the call's HEADERS", held)
 			}
-			if tt.want == context.Canceled && g.calls.Load() != 0 {
+			if errors.Is(tt.want, context.Canceled) && g.calls.Load() != 0 {
 				t.Fatalf("done ran while the destination holds the call and its context is live")
 			}
 			end()
@@ -147,7 +163,7 @@ func TestGoContextAfterAnswer(t *testing.T) {
 				t.FailNow()
 			}
 			defer resp.Body.Close()
-			if resp.StatusCode != 200 {
+			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d, want 200", resp.StatusCode)
 			}
 			held := receive(t, events, "the call's HEADERS at the destination")

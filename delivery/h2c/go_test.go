@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2c_test
 
 // Tests of Transport.Go: a call whose answer goes to a function, with no
@@ -171,7 +187,7 @@ func TestGoHeldCallsAddNoGoroutines(t *testing.T) {
 	srv.answerAll()
 	var failed, twice int
 	for _, g := range recs {
-		if r := g.result(t); r.err != nil || r.resp.StatusCode != 200 || r.body != "ok" {
+		if r := g.result(t); r.err != nil || r.resp.StatusCode != http.StatusOK || r.body != "ok" {
 			if failed++; failed <= 5 {
 				t.Errorf("a held call: %q, %v; want 200 ok", r.body, r.err)
 			}
@@ -233,7 +249,7 @@ func TestGoStreamingBody(t *testing.T) {
 			if !c.req.ended || !bytes.Equal(c.req.body, data) {
 				t.Errorf("the destination got %d bytes (ended %v), want the %d sent, byte-exact", len(c.req.body), c.req.ended, len(data))
 			}
-			if r := g.result(t); r.err != nil || r.resp.StatusCode != 200 || r.body != "ok" {
+			if r := g.result(t); r.err != nil || r.resp.StatusCode != http.StatusOK || r.body != "ok" {
 				t.Errorf("done got %q, %v; want 200 ok", r.body, r.err)
 			}
 			testproc.Eventually(t, waitLimit, "the request body is closed", body.Closed.Load)
@@ -292,7 +308,7 @@ func TestGoReturnsBeforeAnswer(t *testing.T) {
 		t.Fatalf("done ran %d times while the destination holds the call", n)
 	}
 	srv.answerAll()
-	if r := g.result(t); r.err != nil || r.resp.StatusCode != 200 || r.body != "ok" {
+	if r := g.result(t); r.err != nil || r.resp.StatusCode != http.StatusOK || r.body != "ok" {
 		t.Errorf("done got %q, %v; want 200 ok", r.body, r.err)
 	}
 	if n := g.calls.Load(); n != 1 {

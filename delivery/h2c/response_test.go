@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2c_test
 
 import (
@@ -365,9 +381,9 @@ func TestResponseHeaderTooLarge(t *testing.T) {
 			switch {
 			case tt.want == nil && r.Err() != nil:
 				t.Errorf("call: %v, want success", r.Err())
-			case tt.want == errAny && r.RTErr == nil:
+			case errors.Is(tt.want, errAny) && r.RTErr == nil:
 				t.Errorf("RoundTrip succeeded, want an error")
-			case tt.want != nil && tt.want != errAny && !errors.Is(r.RTErr, tt.want):
+			case tt.want != nil && !errors.Is(tt.want, errAny) && !errors.Is(r.RTErr, tt.want):
 				t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
 			}
 			if after := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/0", nil, 0)); after.Err() != nil {

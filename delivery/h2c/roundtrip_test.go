@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2c_test
 
 import (
@@ -143,7 +159,7 @@ func TestRoundTripSkipsInformational(t *testing.T) {
 		}, nil)
 		tr, _ := newTransport(t, &h2c.Transport{})
 		r := get(t, tr, srv.url)
-		if r.Resp.StatusCode != 200 || r.Body != "final" || r.Resp.Header.Get("X-Final") != "f" {
+		if r.Resp.StatusCode != http.StatusOK || r.Body != "final" || r.Resp.Header.Get("X-Final") != "f" {
 			t.Errorf("got %d %q X-Final %q, want 200 %q f", r.Resp.StatusCode, r.Body, r.Resp.Header.Get("X-Final"), "final")
 		}
 	})
@@ -161,7 +177,7 @@ func TestRoundTripSkipsInformational(t *testing.T) {
 		})
 		tr, _ := newTransport(t, &h2c.Transport{})
 		r := get(t, tr, srv.url)
-		if r.Resp.StatusCode != 200 || r.Body != "final" {
+		if r.Resp.StatusCode != http.StatusOK || r.Body != "final" {
 			t.Errorf("got %d %q, want 200 %q", r.Resp.StatusCode, r.Body, "final")
 		}
 		want := http.Header{"X-Final": {"f"}}

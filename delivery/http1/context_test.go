@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package http1_test
 
 import (
@@ -141,7 +157,7 @@ func TestRoundTripContextWhileReadingBody(t *testing.T) {
 			}()
 			cancel()
 			err = receive(t, readErr, "the body read to end after the cancel")
-			if err == nil || err == io.EOF {
+			if err == nil || errors.Is(err, io.EOF) {
 				t.Errorf("Read returned %v after the cancel, want an error", err)
 			}
 			resp.Body.Close()

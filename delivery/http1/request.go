@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package http1
 
 import (
@@ -214,7 +230,7 @@ func validRequestURI(s string) bool {
 	if s == "" {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		if c := s[i]; c <= ' ' || c == 0x7f {
 			return false
 		}
@@ -300,9 +316,9 @@ func (o *outgoing) writeBody(w io.Writer) error {
 		switch {
 		case o.length > 0 && sent == o.length:
 			return nil
-		case rerr == io.EOF && o.length > 0:
+		case errors.Is(rerr, io.EOF) && o.length > 0:
 			return &bodyError{fmt.Errorf("http1: the request body ended after %d of its declared %d bytes: %w", sent, o.length, io.ErrUnexpectedEOF)}
-		case rerr == io.EOF:
+		case errors.Is(rerr, io.EOF):
 			return o.writeLastChunk(w)
 		case rerr != nil:
 			return &bodyError{rerr}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package http1 is an HTTP/1.1 client for plain http:// destinations, made
 // for a proxy that holds many calls at once and forwards many small ones.
 //
@@ -123,6 +139,7 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 	if err != nil {
 		if cerr := cut(ctx); cerr != nil {
 			// The call's deadline or its caller, not the destination.
+			//nolint:errorlint // only the cut is wrapped: the call is classified by it, not by the dial error
 			return nil, fmt.Errorf("http1: the call was cut while dialing %s (%v): %w", addr, err, cerr)
 		}
 		return nil, err

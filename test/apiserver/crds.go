@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package apiserver
 
 import (
@@ -64,7 +80,7 @@ func installKnativeCRDs(ctx context.Context, cfg *rest.Config) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("CRD %s not established: %w (last error: %v)", crd.GetName(), ctx.Err(), err)
+				return fmt.Errorf("CRD %s not established: %w (last error: %w)", crd.GetName(), ctx.Err(), err)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

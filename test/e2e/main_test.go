@@ -1,5 +1,26 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package e2e runs the proxy binary as a process and drives it over real
 // loopback sockets with CloudEvents clients and recording sinks.
+//
+// Every test here carries the integration build tag: `make integration`
+// runs them, or `go test -tags integration ./test/e2e/`.
 package e2e
 
 import (
@@ -23,8 +44,6 @@ var (
 	freePort   = testproc.FreePort
 	eventually = testproc.Eventually
 )
-
-type syncBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary built once by TestMain, with the race
 // detector so that a race in the real process fails the test that saw it.

@@ -1,7 +1,28 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package mtping runs the PingSource adapter (cmd/mtping) and the proxy as
 // processes against a real API server (test/apiserver) and real loopback
 // sinks: PingSources are created and made Ready through the API server, as
 // upstream's controller would, and the tests watch what reaches the sinks.
+//
+// Every test here carries the integration build tag: `make integration`
+// runs them, or `go test -tags integration ./test/mtping/`.
 package mtping
 
 import (

@@ -1,3 +1,21 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package mtping
 
 import (
@@ -50,8 +68,9 @@ func (c seedConfig) MarshalJSON() ([]byte, error) {
 	}{plain(c), c.Hold.Seconds(), c.Duration.Seconds()})
 }
 
-// BenchmarkSeed is issue 7's seed scenario with the real adapter: a real
-// API server holds SEED_SOURCES PingSources (default 2000, over 4
+// BenchmarkSeed is the seed scenario (thousands of PingSources firing on
+// the same minute at sinks that hold each call) with the real adapter: a
+// real API server holds SEED_SOURCES PingSources (default 2000, over 4
 // namespaces) firing every minute ("* * * * *") at a sink (HTTP/1.1, in
 // this process) that holds each call for SEED_HOLD (default 150 s). The
 // real cmd/mtping binary (one replica, one bucket) runs for SEED_DURATION

@@ -1,3 +1,21 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package mtping
 
 import (
@@ -97,12 +115,12 @@ type seedSample struct {
 // seedSampler reads one sample of the processes; a failed read keeps the
 // previous value and is counted.
 type seedSampler struct {
-	ad, px         *proc
-	adURL, pxURL   string
-	sink           *seedSink
-	last           seedSample
-	missed         int
-	adCPU0, pxCPU0 float64
+	ad, px       *proc
+	adURL, pxURL string
+	sink         *seedSink
+	last         seedSample
+	missed       int
+	pxCPU0       float64
 }
 
 // newSeedSampler samples the adapter ad and, if not nil, the proxy px,

@@ -1,3 +1,21 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package mtping
 
 import (
@@ -13,8 +31,7 @@ import (
 // the CloudEvents SDK's validation and encoding and the dialer run on
 // short-lived goroutines of their own (delivery's prepareAside,
 // http1.Transport.dialAside), so it stays at 4 KiB. With them on the
-// sending goroutine it doubled: 8.5 KB per send held at 6,000
-// (docs/benchmarks.md, step 18).
+// sending goroutine it doubled: 8.5 KB per send held at 6,000.
 const directSendStackMax = 6 << 10
 
 // TestDirectSendStackStaysSmall runs the real adapter (no race detector,

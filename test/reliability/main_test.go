@@ -1,9 +1,30 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package reliability puts the proxy through faults that need a whole
 // process or a whole pod's worth of traffic: shutdown with calls held,
 // and the accounting soak, where every event of a few thousand, through
 // every fault at once, must be accounted for exactly once. The proxy runs
 // as the real binary (built once, with the race detector) or in process
 // through its exported API, with goleak watching the in-process one.
+//
+// Every test here carries the integration build tag: `make integration`
+// runs them, or `go test -tags integration ./test/reliability/`.
 package reliability
 
 import (
@@ -27,8 +48,6 @@ import (
 var (
 	freePort = testproc.FreePort
 )
-
-type lockedBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary built by TestMain.
 var proxyBin string

@@ -1,7 +1,26 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package reliability
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -147,7 +166,7 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Errorf("server Shutdown: %v", err)
 	}
-	if err := <-served; err != http.ErrServerClosed {
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve: %v", err)
 	}
 	proxytest.Eventually(t, 5*time.Second, func() bool { return h1Conns.Open()+h2Conns.Open() == 0 },

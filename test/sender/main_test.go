@@ -1,7 +1,28 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package sender tests adapter.Sender as a source author meets it: against
 // the real proxy binary, run as a process, a real Kubernetes API server
 // (test/apiserver) for the live ConfigMap and the TokenRequest API, and
 // recording sinks on loopback.
+//
+// Every test here carries the integration build tag: `make integration`
+// runs them, or `go test -tags integration ./test/sender/`.
 package sender
 
 import (
@@ -26,8 +47,6 @@ var (
 	freePort   = testproc.FreePort
 	eventually = testproc.Eventually
 )
-
-type syncBuffer = testproc.SyncBuffer
 
 // proxyBin is the proxy binary, built once by TestMain before any test runs
 // and never written again; with the race detector when this test binary

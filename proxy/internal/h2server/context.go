@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2server
 
 import (
@@ -19,7 +35,7 @@ type requestState struct {
 // would do the same, but keeps what derives from it (the call's deadline)
 // in a map of its own and sits in the connection's; this one implements
 // the AfterFunc method package context uses instead when a context has it,
-// which saves a held call about 0.2 KB of heap (docs/benchmarks.md, step 21).
+// which saves a held call about 0.2 KB of heap.
 // Its values and deadline are the connection's context's; so is its
 // context.Cause (package context finds causes through a key of its own),
 // which the proxy reads only on contexts it makes itself.

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package h2server_test
 
 import (
@@ -36,7 +52,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 
 func TestGetEchoesRequest(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(echo))
-	req, _ := http.NewRequest("GET", f.url+"/some/path?a=1&b=2", nil)
+	req, _ := http.NewRequest(http.MethodGet, f.url+"/some/path?a=1&b=2", nil)
 	req.Header.Set("X-Echo", "hello")
 	resp, err := f.client(t).Do(req)
 	if err != nil {
@@ -80,7 +96,7 @@ func TestPostEchoesBody(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != body || resp.StatusCode != 200 {
+		if string(got) != body || resp.StatusCode != http.StatusOK {
 			t.Errorf("POST of %d bytes: %d, %d bytes back", len(body), resp.StatusCode, len(got))
 		}
 		if ct := resp.Header.Get("Content-Type"); ct != "text/plain" {
@@ -107,7 +123,7 @@ func TestLargeBodies(t *testing.T) {
 		h := sha256.New()
 		n, err := io.Copy(h, r.Body)
 		if err != nil {
-			http.Error(w, err.Error(), 500)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
@@ -196,7 +212,7 @@ func TestConcurrentStreamsShareOneConnection(t *testing.T) {
 func TestResponseTrailers(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Declared, X-Other")
-		w.WriteHeader(200)
+		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "body")
 		w.Header().Set("X-Declared", "declared-value")
 		w.Header().Set(http.TrailerPrefix+"X-Prefixed", "prefixed-value")
@@ -295,7 +311,7 @@ func TestInformationalThenFinal(t *testing.T) {
 		links = append(links, h.Get("Link"))
 		return nil
 	}}
-	req, _ := http.NewRequest("GET", f.url, nil)
+	req, _ := http.NewRequest(http.MethodGet, f.url, nil)
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := f.client(t).Do(req)
 	if err != nil {
@@ -303,7 +319,7 @@ func TestInformationalThenFinal(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 201 || string(body) != "done" || resp.Header.Get("X-Final") != "yes" {
+	if resp.StatusCode != http.StatusCreated || string(body) != "done" || resp.Header.Get("X-Final") != "yes" {
 		t.Errorf("final answer %d %q X-Final=%q", resp.StatusCode, body, resp.Header.Get("X-Final"))
 	}
 	mu.Lock()
@@ -326,7 +342,7 @@ func TestExpectContinue(t *testing.T) {
 		got100 := false
 		var mu sync.Mutex
 		trace := &httptrace.ClientTrace{Got100Continue: func() { mu.Lock(); got100 = true; mu.Unlock() }}
-		req, _ := http.NewRequest("POST", f.url+path, strings.NewReader("the body"))
+		req, _ := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader("the body"))
 		req.Header.Set("Expect", "100-continue")
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err := c.Do(req)
@@ -340,7 +356,7 @@ func TestExpectContinue(t *testing.T) {
 		mu.Unlock()
 		switch path {
 		case "/read":
-			if !g || resp.StatusCode != 200 || string(body) != "the body" {
+			if !g || resp.StatusCode != http.StatusOK || string(body) != "the body" {
 				t.Errorf("%s: 100 Continue %v, answer %d %q", path, g, resp.StatusCode, body)
 			}
 		case "/refuse":
@@ -372,7 +388,7 @@ func TestExpectContinueFullDuplex(t *testing.T) {
 	var mu sync.Mutex
 	got100 := false
 	trace := &httptrace.ClientTrace{Got100Continue: func() { mu.Lock(); got100 = true; mu.Unlock() }}
-	req, _ := http.NewRequest("POST", f.url, strings.NewReader("duplex body"))
+	req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader("duplex body"))
 	req.Header.Set("Expect", "100-continue")
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := f.client(t).Do(req)

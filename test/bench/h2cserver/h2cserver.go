@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package h2cserver serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge)
 // on one listener with golang.org/x/net/http2's server, which, unlike
 // net/http's built-in h2c, takes a write scheduler.
@@ -69,10 +85,12 @@ func Serve(ctx context.Context, ln net.Listener, h1 *http.Server, h2 *http2.Serv
 	_ = h1.Close()
 	conns.closeAll()
 	wg.Wait()
-	if ctx.Err() != nil {
-		return nil
+	select {
+	case <-ctx.Done():
+		return nil // stopped: the error is the listener's closing
+	default:
+		return err
 	}
-	return err
 }
 
 // bufConn is a connection whose first bytes were peeked into r.

@@ -1,3 +1,21 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package load
 
 import (
@@ -26,8 +44,7 @@ import (
 // that come and go during the test (their stacks stay cached) and fails
 // when a held call keeps a goroutine again, whose stack is 2 KiB at the
 // least: with x/net/http2's server a call cost 2.5-2.9 KB (a waiting
-// goroutine per stream), 4.2 KB when the chain ran on it
-// (docs/benchmarks.md, steps 12, 15 and 20).
+// goroutine per stream), 4.2 KB when the chain ran on it.
 const heldStackMax = 1024
 
 // TestHeldH2CCallStackStaysSmall holds calls through the real proxy binary

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package naive is the bench's reference peer: the proxy anyone would write
 // first, a plain httputil.ReverseProxy that reads Kn-Forward-To, with h2c
 // on both sides and no other tuning than the streams per connection.
@@ -91,10 +107,12 @@ func Serve(ctx context.Context, ln net.Listener, p Params) error {
 		_ = srv.Close()
 	}()
 	err := srv.Serve(ln)
-	if ctx.Err() != nil {
-		return nil
+	select {
+	case <-ctx.Done():
+		return nil // stopped: the error is the listener's closing
+	default:
+		return err
 	}
-	return err
 }
 
 func orInt(v, def int) int {

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package report turns the scenario bench's results into PNG plots and
 // the generated tables of docs/benchmarks.md.
 package report
@@ -156,8 +172,8 @@ func memoryPlot(res *result.Results, path string) error {
 	if err := addSeries(p, ss, 0, protoDash); err != nil {
 		return err
 	}
-	lo, hi := xRange(res.Held)
-	lo = 0.0001 * hi
+	_, hi := xRange(res.Held)
+	lo := 0.0001 * hi
 	if err := refLine(p, "upstream adapter, ≈30 KB/call", lo, hi, func(x float64) float64 { return x * upstreamBytesPerCall / (1 << 20) }, 2); err != nil {
 		return err
 	}

@@ -1,0 +1,154 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package monitoring
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// binDir holds the proxy binary, built on first use by proxyBinary.
+var (
+	binDir    string
+	buildOnce sync.Once
+	errBuild  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "monitoring-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proxyBinary builds cmd/proxy once, with the race detector (the flags
+// `make test` builds everything with, so the build cache is shared), and
+// returns its path.
+func proxyBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "proxy")
+	buildOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-race", "-o", bin, "knative.dev/event-forwarding-proxy/cmd/proxy")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			errBuild = fmt.Errorf("building cmd/proxy: %w\n%s", err, out.String())
+		}
+	})
+	if errBuild != nil {
+		t.Fatal(errBuild)
+	}
+	return bin
+}
+
+// requireTool returns the path of a Prometheus binary, failing the test
+// with what to run when it is missing. Never a skip: the Makefile installs
+// it.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is not on PATH: run `make test` (or `make prometheus-tools`), which installs Debian's prometheus package (prometheus and promtool)", name)
+	}
+	return path
+}
+
+// eventually polls cond until it holds, failing the test after d with
+// what cond last reported.
+func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s (last: %s)", d, what, last)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for a condition
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's two output streams.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// process is a command started by a test and killed in its cleanup.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	done chan struct{}
+	err  error // exit status, set before done closes
+}
+
+// start runs cmd, keeping its output, and kills it when the test ends.
+// The output is logged if the test failed.
+func start(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.logs.String())
+		}
+	})
+	return p
+}
+
+// exited reports whether the process has ended, and how.
+func (p *process) exited() (bool, string) {
+	select {
+	case <-p.done:
+		return true, fmt.Sprintf("exited: %v", p.err)
+	default:
+		return false, ""
+	}
+}
