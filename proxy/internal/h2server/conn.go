@@ -49,6 +49,12 @@ type conn struct {
 	remote string
 
 	rfr *http2.Framer // serve's
+	br  *bufio.Reader // what rfr reads from; serve's
+
+	// serve's: streams opened and not yet handed to a handler (dispatch),
+	// and what the caller made the server do for nothing.
+	pending []*stream
+	abuse   abuse
 
 	// Write side, under w's lock. writeShut: our side is closed
 	// (closeGently); writes are dropped.
@@ -95,7 +101,8 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	context.AfterFunc(c.ctx, c.cancelRequests)
 	c.cond.L = &c.mu
 	c.w = h2conn.NewWriter(nc)
-	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.br = bufio.NewReaderSize(nc, 16<<10)
+	c.rfr = http2.NewFramer(nil, c.br)
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = s.headerListLimit()
 	c.rfr.SetReuseFrames()
@@ -148,6 +155,9 @@ func (c *conn) readLoop() error {
 			var se http2.StreamError
 			if errors.As(err, &se) {
 				c.onStreamError(se)
+				if err := c.wasted(); err != nil {
+					return err
+				}
 				continue
 			}
 			if errors.Is(err, http2.ErrFrameTooLarge) {
@@ -166,6 +176,9 @@ func (c *conn) readLoop() error {
 		// side closed); the connection goes on.
 		if err := c.handle(f); err != nil && !errors.Is(err, errStreamClosed) {
 			return err
+		}
+		if len(c.pending) > 0 && !nextFrameHere(c.br) {
+			c.dispatch()
 		}
 	}
 }
@@ -352,13 +365,16 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 		if f.StreamID > c.lastID {
 			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
-		return nil
+		return c.wasted()
 	}
 	st.wireClosed.Store(true) // nothing more may be written on it
 	st.endLocked(fmt.Errorf("h2server: the caller reset the stream (%v)", f.ErrCode))
 	delete(c.streams, st.id)
+	if !st.dispatched {
+		c.releaseLocked(st) // no handler will run: it stops counting now
+	}
 	go st.cancelRequest() // the caller is gone: so is the request
-	return nil
+	return c.callerReset()
 }
 
 // onStreamError resets the stream a malformed frame was on. A malformed

@@ -62,6 +62,7 @@ type stream struct {
 	readTimer, writeTimer       *time.Timer
 	finished                    bool // finish ran
 	released                    bool // no longer counted active (release)
+	dispatched                  bool // its handler was started (conn.dispatch); the read loop's
 
 	rw responseState // the answer; owned by its writer
 }
@@ -112,7 +113,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		// Trailers on a stream that is closed, sent before the caller saw
 		// our RST_STREAM or END_STREAM, which RFC 9113 5.1 tells us to
 		// ignore. The block was decoded: the HPACK state stays in step.
-		return nil
+		return c.wasted()
 	}
 	c.lastID = id
 	switch {
@@ -123,7 +124,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	case f.Truncated:
 		c.mu.Unlock()
 		c.refuseHeaderList(id, f.StreamEnded())
-		return nil
+		return c.wasted()
 	case c.active >= int(c.s.maxStreams()):
 		// The caller went past our SETTINGS, or still runs handlers of
 		// streams it reset: refused, it may try again (RFC 9113 8.7).
@@ -137,7 +138,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	req, err := c.newRequest(st, f)
 	if err != nil {
 		c.writeReset(id, http2.ErrCodeProtocol)
-		return nil
+		return c.wasted()
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -160,7 +161,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.idle.Stop()
 	}
 	c.mu.Unlock()
-	go c.runHandler(st)
+	c.pending = append(c.pending, st) // dispatch starts its handler
 	return nil
 }
 
@@ -215,7 +216,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		}
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
-		return nil
+		return c.wasted()
 	}
 	if n > st.recv {
 		grow := c.refundLocked(n)
@@ -254,6 +255,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	st.signalLocked()
 	c.mu.Unlock()
 	c.sendWindowUpdates(f.StreamID, grow, sgrow)
+	if n == 0 && !st.eof {
+		return c.wasted() // an empty DATA frame that ends nothing
+	}
 	return nil
 }
 
