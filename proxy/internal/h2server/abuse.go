@@ -84,3 +84,26 @@ func (c *conn) dispatch() {
 	}
 	c.pending = c.pending[:0]
 }
+
+// resetRing remembers the last streams the server reset, for the frames
+// a caller may still send on them before it sees the reset, which RFC
+// 9113 5.1 says to ignore; frames on other closed streams are an error.
+// Guarded by conn.mu.
+type resetRing struct {
+	ids  [256]uint32
+	next int
+}
+
+func (r *resetRing) add(id uint32) {
+	r.ids[r.next] = id
+	r.next = (r.next + 1) % len(r.ids)
+}
+
+func (r *resetRing) has(id uint32) bool {
+	for _, v := range r.ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}

@@ -70,6 +70,7 @@ type conn struct {
 	// still write on; active counts the streams whose handler is not done
 	// (MaxConcurrentStreams counts those).
 	streams   map[uint32]*stream
+	ourResets resetRing // the streams we reset last
 	active    int
 	lastID    uint32 // the highest stream the caller opened
 	goingAway bool
@@ -283,6 +284,13 @@ func (c *conn) handle(f http2.Frame) error {
 		return nil
 	case *http2.RSTStreamFrame:
 		return c.onReset(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			// A stream cannot depend on itself (RFC 9113 5.3.1).
+			c.onStreamError(http2.StreamError{StreamID: f.StreamID, Code: http2.ErrCodeProtocol})
+			return c.wasted()
+		}
+		return nil
 	case *http2.PushPromiseFrame:
 		return http2.ConnectionError(http2.ErrCodeProtocol) // clients never push (RFC 9113 8.4)
 	default:
@@ -398,6 +406,7 @@ func (c *conn) onStreamError(se http2.StreamError) {
 // own since mu is held. The stream's handler, if still running, finds its
 // reads and writes failing.
 func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
+	c.ourResets.add(st.id)
 	st.endLocked(err)
 	delete(c.streams, st.id)
 	st.resetCode.CompareAndSwap(0, uint32(code)+1)
@@ -412,6 +421,9 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 
 // writeReset sends RST_STREAM for a stream that has no record.
 func (c *conn) writeReset(id uint32, code http2.ErrCode) {
+	c.mu.Lock()
+	c.ourResets.add(id)
+	c.mu.Unlock()
 	_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, code) })
 }
 

@@ -100,23 +100,36 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.mu.Lock()
-	if st := c.streams[id]; st != nil {
+	if st := c.streams[id]; st != nil && !(st.eof && st.wireClosed.Load()) {
 		defer c.mu.Unlock()
 		return c.onTrailersLocked(st, f)
 	}
+	// Not open, or both sides ended it (its record is about to go).
 	if id <= c.lastID {
+		ours := c.ourResets.has(id)
 		c.mu.Unlock()
-		if len(f.PseudoFields()) > 0 {
+		switch {
+		case len(f.PseudoFields()) > 0:
 			// A new request on a used stream id (RFC 9113 5.1.1).
 			return http2.ConnectionError(http2.ErrCodeProtocol)
+		case ours:
+			// Trailers sent before the caller saw our RST_STREAM, which
+			// RFC 9113 5.1 tells us to ignore. The block was decoded:
+			// the HPACK state stays in step.
+			return c.wasted()
+		default:
+			// Trailers on a stream both sides had ended (RFC 9113 5.1),
+			// as x/net's server answers.
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
 		}
-		// Trailers on a stream that is closed, sent before the caller saw
-		// our RST_STREAM or END_STREAM, which RFC 9113 5.1 tells us to
-		// ignore. The block was decoded: the HPACK state stays in step.
-		return c.wasted()
 	}
 	c.lastID = id
 	switch {
+	case f.HasPriority() && f.Priority.StreamDep == id:
+		// A stream cannot depend on itself (RFC 9113 5.3.1).
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeProtocol)
+		return c.wasted()
 	case c.goingAway || c.err != nil:
 		c.mu.Unlock()
 		c.writeReset(id, http2.ErrCodeRefusedStream)
@@ -211,11 +224,17 @@ func (c *conn) onData(f *http2.DataFrame) error {
 			return http2.ConnectionError(http2.ErrCodeProtocol) // an idle stream
 		}
 		grow := c.refundLocked(n)
-		if st != nil {
+		closed := st == nil || st.wireClosed.Load() // our END_STREAM or reset is out
+		if !closed {
 			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
 		}
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
+		if closed {
+			// A closed stream: STREAM_CLOSED (RFC 9113 5.1), as x/net's
+			// server answers; the flood rule bounds how often.
+			c.writeReset(f.StreamID, http2.ErrCodeStreamClosed)
+		}
 		return c.wasted()
 	}
 	if n > st.recv {
