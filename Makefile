@@ -86,14 +86,18 @@ lint: tidy-check $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint; fails on a
 tidy-check:
 	$(GO) mod tidy -diff
 	cd test/tools && $(GO) mod tidy -diff
+	cd test/tools/h2spec && $(GO) mod tidy -diff
 
-tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd ## kube-apiserver and etcd for tests (cold: about 10 minutes)
+tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(TOOLS_BIN)/h2spec ## kube-apiserver, etcd and h2spec for tests (cold: about 10 minutes)
 
 $(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(TOOLS_BIN)/etcd: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+$(TOOLS_BIN)/h2spec: test/tools/h2spec/go.mod test/tools/h2spec/go.sum
+	cd test/tools/h2spec && $(GO) build -o $@ github.com/summerwind/h2spec/cmd/h2spec
 
 # Prometheus and promtool for test/monitoring (Debian's prometheus package,
 # 2.42), installed when either is missing; sudo only when not root.

@@ -191,6 +191,12 @@ type Proxy struct {
 	// logged once a second (FORWARD_LOG_CALLS_PER_SECOND). 0 logs every
 	// line; if unset, 100. Lost async events are always logged, each.
 	LogCallsPerSecond int
+
+	// MaxConnections is the most inbound connections the process holds at
+	// once; beyond it a new connection is closed as soon as it is accepted
+	// (FORWARD_MAX_CONNECTIONS). If unset, DefaultMaxConnections of the
+	// process's open-file limit.
+	MaxConnections int
 }
 
 // bytesPerHeldCall is the memory budgeted for one held call when sizing
@@ -252,6 +258,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		TraceSamplingRatio:     r.ratio("FORWARD_TRACE_SAMPLING_RATIO", 1),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),
 		LogCallsPerSecond:      r.nonNegativeInt("FORWARD_LOG_CALLS_PER_SECOND", 100),
+		MaxConnections:         r.positiveInt("FORWARD_MAX_CONNECTIONS", DefaultMaxConnections(OpenFileLimit())),
 	}
 	c.AsyncRetries = r.nonNegativeInt("FORWARD_ASYNC_RETRY", min(5, c.AsyncMaxRetries))
 	c.MaxInflightPerDestination = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_DESTINATION", max(c.MaxInflight/2, 1))

@@ -83,6 +83,7 @@ func defaults() Proxy {
 		TraceSamplingRatio:        1,
 		LogLevel:                  "info",
 		LogCallsPerSecond:         100,
+		MaxConnections:            DefaultMaxConnections(OpenFileLimit()),
 	}
 }
 
@@ -189,6 +190,7 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_TRACE_SAMPLING_RATIO", env: map[string]string{"FORWARD_TRACE_SAMPLING_RATIO": "0.25"}, want: func(p *Proxy) { p.TraceSamplingRatio = 0.25 }},
 		{name: "FORWARD_METRICS_MAX_LABEL_VALUES", env: map[string]string{"FORWARD_METRICS_MAX_LABEL_VALUES": "5"}, want: func(p *Proxy) { p.MetricsMaxLabelValues = 5 }},
 		{name: "FORWARD_LOG_LEVEL error", env: map[string]string{"FORWARD_LOG_LEVEL": "error"}, want: func(p *Proxy) { p.LogLevel = "error" }},
+		{name: "FORWARD_MAX_CONNECTIONS one", env: map[string]string{"FORWARD_MAX_CONNECTIONS": "1"}, want: func(p *Proxy) { p.MaxConnections = 1 }},
 		{name: "FORWARD_LOG_CALLS_PER_SECOND zero logs every line", env: map[string]string{"FORWARD_LOG_CALLS_PER_SECOND": "0"}, want: func(p *Proxy) { p.LogCallsPerSecond = 0 }},
 		{name: "FORWARD_LOG_CALLS_PER_SECOND one", env: map[string]string{"FORWARD_LOG_CALLS_PER_SECOND": "1"}, want: func(p *Proxy) { p.LogCallsPerSecond = 1 }},
 		{name: "FORWARD_BREAKER_FAILURES zero turns the breaker off", env: map[string]string{"FORWARD_BREAKER_FAILURES": "0"}, want: func(p *Proxy) { p.BreakerFailures = 0 }},
@@ -265,6 +267,7 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_TRACE_SAMPLING_RATIO", []string{"abc", "-0.1", "1.01", "NaN"}},
 		{"FORWARD_BREAKER_FAILURES", nonNeg},
 		{"FORWARD_LOG_CALLS_PER_SECOND", nonNeg},
+		{"FORWARD_MAX_CONNECTIONS", positive},
 		{"FORWARD_BREAKER_WINDOW", durations},
 		{"FORWARD_BREAKER_COOLDOWN", durations},
 	}

@@ -102,8 +102,17 @@ func writeErrorRetryIn(w http.ResponseWriter, reason Reason, message string, ret
 	body, _ := json.Marshal(errorBody{Reason: reason, Message: message})
 	body = append(body, '\n')
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	// A caller that does not read (a zero flow-control window, a full
+	// socket) must not keep the goroutine that answers it: the answer is
+	// small, so it gets stalledWriteGrace to leave, and the stream or
+	// connection is cut after that. The deadline goes once it is sent, for
+	// the next request on the connection.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(stalledWriteGrace))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+	_ = rc.Flush()
+	_ = rc.SetWriteDeadline(time.Time{})
 }
 
 // errorBody is the JSON body of the proxy's own answers.

@@ -413,6 +413,7 @@ func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, c *call, err 
 	reason := failureReason(out.Context(), f.p.Stop, c, err)
 	if reason == "" {
 		f.logger.Debugw("Caller went away", zap.String("destination", c.dest.Host), zap.Error(err))
+		closeWithoutAnswer(w)
 		return
 	}
 	var open *delivery.BreakerOpenError
@@ -422,6 +423,17 @@ func (f *forwarder) fail(w http.ResponseWriter, out *http.Request, c *call, err 
 		return
 	}
 	writeError(w, reason, failureMessage(reason, c, err))
+}
+
+// closeWithoutAnswer closes an HTTP/1.1 caller's connection with no
+// answer. net/http takes a caller that half-closes its side for one that
+// left, and answers 200 with no body for a handler that wrote nothing: a
+// caller still reading would take that for its event delivered. An HTTP/2
+// caller that left has reset its stream, so nothing is written to it.
+func closeWithoutAnswer(w http.ResponseWriter) {
+	if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = nc.Close()
+	}
 }
 
 // failureReason classifies why a call got no response; "" when the caller

@@ -326,3 +326,33 @@ func TestForwardAddsNoContentType(t *testing.T) {
 		})
 	}
 }
+
+// TestHalfClosedCallerGetsNoFakeAnswer: a caller that sends its whole
+// request and then closes its side (as nc and some balancers do) looks
+// gone to net/http, which cancels the call; it must then read the end of
+// the connection, never net/http's 200 with no body, which it would take
+// for its event delivered.
+func TestHalfClosedCallerGetsNoFakeAnswer(t *testing.T) {
+	hold := proxytest.NewHold(t)
+	dest := proxytest.NewDestination(t, hold.Reply)
+	tp := newTestProxy(t, nil)
+	nc, err := net.DialTimeout("tcp", strings.TrimPrefix(tp.URL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	req := "POST / HTTP/1.1\r\nHost: proxy\r\nKn-Forward-To: " + dest.URL + "\r\nContent-Length: 1\r\n\r\ne"
+	if _, err := nc.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(nc)
+	if len(got) > 0 {
+		t.Errorf("the half-closed caller read %q (%v), want the connection's end and no answer", got, err)
+	}
+	proxytest.Eventually(t, 5*time.Second, func() bool { return tp.Limiter.Inflight() == 0 },
+		"the call's slot released")
+}

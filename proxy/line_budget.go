@@ -23,12 +23,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// lineBudget lets at most perSecond per-call log lines through in each
+// lineBudget lets at most perSecond log lines of a kind through in each
 // second and counts the rest; once a second that dropped lines is over,
-// one line says how many. A nil *lineBudget lets every line through.
+// one line, report, says how many. A nil *lineBudget lets every line
+// through.
 type lineBudget struct {
 	perSecond int
 	logger    *zap.SugaredLogger
+	report    string
 	now       func() time.Time
 
 	mu      sync.Mutex
@@ -37,11 +39,11 @@ type lineBudget struct {
 	dropped int
 }
 
-func newLineBudget(perSecond int, logger *zap.SugaredLogger) *lineBudget {
+func newLineBudget(perSecond int, logger *zap.SugaredLogger, report string) *lineBudget {
 	if perSecond <= 0 {
 		return nil
 	}
-	return &lineBudget{perSecond: perSecond, logger: logger, now: time.Now}
+	return &lineBudget{perSecond: perSecond, logger: logger, report: report, now: time.Now}
 }
 
 // take reports whether a line may be written now.
@@ -59,22 +61,34 @@ func (b *lineBudget) take() bool {
 		b.used++
 		return true
 	}
-	if b.dropped == 0 {
-		// The first line dropped in this second: report the count when
-		// it is over, whether or not another call comes.
-		time.AfterFunc(time.Unix(b.second+1, 0).Sub(now), b.report)
-	}
-	b.dropped++
+	b.countLocked(now)
 	return false
 }
 
-// report logs how many lines were dropped since the last report.
-func (b *lineBudget) report() {
+// drop counts an event that writes no line of its own: only the
+// once-a-second report tells of it.
+func (b *lineBudget) drop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.countLocked(b.now())
+}
+
+func (b *lineBudget) countLocked(now time.Time) {
+	if b.dropped == 0 {
+		// The first one dropped in this second: report the count when
+		// it is over, whether or not another comes.
+		time.AfterFunc(time.Unix(now.Unix()+1, 0).Sub(now), b.flush)
+	}
+	b.dropped++
+}
+
+// flush logs how many lines were dropped since the last report.
+func (b *lineBudget) flush() {
 	b.mu.Lock()
 	n := b.dropped
 	b.dropped = 0
 	b.mu.Unlock()
 	if n > 0 {
-		b.logger.Warnw("Per-call log lines dropped", zap.Int("dropped", n), zap.Int("perSecond", b.perSecond))
+		b.logger.Warnw(b.report, zap.Int("dropped", n), zap.Int("perSecond", b.perSecond))
 	}
 }

@@ -32,7 +32,7 @@ import (
 // and the next second has its whole budget again.
 func TestLineBudget(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	b := newLineBudget(3, zap.New(core).Sugar())
+	b := newLineBudget(3, zap.New(core).Sugar(), "Per-call log lines dropped")
 	now := time.Unix(1000, 900*int64(time.Millisecond)) // 100 ms before the second ends
 	b.now = func() time.Time { return now }
 	passed := 0
@@ -58,7 +58,7 @@ func TestLineBudget(t *testing.T) {
 
 // TestLineBudgetOff: a zero budget lets every line through.
 func TestLineBudgetOff(t *testing.T) {
-	b := newLineBudget(0, zap.NewNop().Sugar())
+	b := newLineBudget(0, zap.NewNop().Sugar(), "")
 	for i := range 1000 {
 		if !b.take() {
 			t.Fatalf("line %d dropped without a budget", i)

@@ -36,7 +36,7 @@ import (
 // the lines beyond it are counted and the count logged). tr may be nil
 // (no traces).
 func NewObserveHandler(m *Metrics, tr *tracer, logger *zap.SugaredLogger, linesPerSecond int, next http.Handler) http.Handler {
-	return &observeHandler{m: m, tr: tr, logger: logger, lines: newLineBudget(linesPerSecond, logger), next: next}
+	return &observeHandler{m: m, tr: tr, logger: logger, lines: newLineBudget(linesPerSecond, logger, "Per-call log lines dropped"), next: next}
 }
 
 type observeHandler struct {

@@ -101,7 +101,7 @@ func run() int {
 			return 1
 		}
 		if s == srv {
-			ln = proxy.NewFramingListener(ln, cfg.MaxHeaderBytes)
+			ln = proxy.NewFramingListener(proxy.NewConnLimitListener(ln, cfg.MaxConnections, logger), cfg.MaxHeaderBytes)
 		}
 		go func() { served <- s.Serve(ln) }()
 	}

@@ -59,7 +59,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if err == nil && code < 200 {
 		s.informal++
 		if s.informal > maxInformational {
-			err = fmt.Errorf("h2c: %s sent more than %d informational answers", c.addr, maxInformational)
+			// A destination that floods interim answers would keep the
+			// reading goroutine busy, and the connection's other calls
+			// waiting, after this call failed: the connection goes.
+			c.mu.Unlock()
+			return fmt.Errorf("h2c: %s sent more than %d informational answers: %w", c.addr, maxInformational,
+				http2.ConnectionError(http2.ErrCodeEnhanceYourCalm))
 		}
 	}
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -223,5 +224,43 @@ func TestLimitsBinary(t *testing.T) {
 			t.Errorf("under the cap: %d with %d header bytes, want 200 with %d", resp.StatusCode, len(resp.Header.Get("X-Big")), 60<<10)
 		}
 		checkAnswer(t, readAnswer(t, p.post(t, "e", "Kn-Forward-To", dest.URL+"/?hdr="+strconv.Itoa(70<<10))), 502, "unreachable")
+	})
+}
+
+// TestMaxConnectionsBinary: the proxy holds at most FORWARD_MAX_CONNECTIONS
+// inbound connections; one more is closed at once, and once the holders
+// go, callers are served again.
+func TestMaxConnectionsBinary(t *testing.T) {
+	const limit = 5
+	p := startProxy(t, fmt.Sprintf("FORWARD_MAX_CONNECTIONS=%d", limit))
+	http.DefaultClient.CloseIdleConnections() // the start's health checks
+	addr := strings.TrimPrefix(p.URL, "http://")
+	var held []net.Conn
+	refused := false
+	for range limit + 1 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !os.IsTimeout(err) {
+			refused = true // closed by the proxy
+			break
+		}
+	}
+	if !refused {
+		t.Fatalf("%d idle connections all stayed open, want at most %d", len(held), limit)
+	}
+	for _, c := range held {
+		_ = c.Close()
+	}
+	eventually(t, 10*time.Second, "a caller served again", func() bool {
+		resp, err := http.Post(p.URL, "text/plain", strings.NewReader("e"))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusBadRequest // no Kn-Forward-To: the proxy's own answer
 	})
 }

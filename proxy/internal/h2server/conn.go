@@ -65,6 +65,12 @@ type conn struct {
 	remote string
 
 	rfr *http2.Framer // serve's
+	br  *bufio.Reader // what rfr reads from; serve's
+
+	// serve's: streams opened and not yet handed to a handler (dispatch),
+	// and what the caller made the server do for nothing.
+	pending []*stream
+	abuse   abuse
 
 	// Write side, under w's lock. writeShut: our side is closed
 	// (closeGently); writes are dropped.
@@ -80,6 +86,7 @@ type conn struct {
 	// still write on; active counts the streams whose handler is not done
 	// (MaxConcurrentStreams counts those).
 	streams   map[uint32]*stream
+	ourResets resetRing // the streams we reset last
 	active    int
 	lastID    uint32 // the highest stream the caller opened
 	goingAway bool
@@ -111,7 +118,8 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	context.AfterFunc(c.ctx, c.cancelRequests)
 	c.cond.L = &c.mu
 	c.w = h2conn.NewWriter(nc)
-	c.rfr = http2.NewFramer(nil, bufio.NewReaderSize(nc, 16<<10))
+	c.br = bufio.NewReaderSize(nc, 16<<10)
+	c.rfr = http2.NewFramer(nil, c.br)
 	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.rfr.MaxHeaderListSize = s.headerListLimit()
 	c.rfr.SetReuseFrames()
@@ -164,6 +172,9 @@ func (c *conn) readLoop() error {
 			var se http2.StreamError
 			if errors.As(err, &se) {
 				c.onStreamError(se)
+				if err := c.wasted(); err != nil {
+					return err
+				}
 				continue
 			}
 			if errors.Is(err, http2.ErrFrameTooLarge) {
@@ -182,6 +193,9 @@ func (c *conn) readLoop() error {
 		// side closed); the connection goes on.
 		if err := c.handle(f); err != nil && !errors.Is(err, errStreamClosed) {
 			return err
+		}
+		if len(c.pending) > 0 && !nextFrameHere(c.br) {
+			c.dispatch()
 		}
 	}
 }
@@ -286,6 +300,13 @@ func (c *conn) handle(f http2.Frame) error {
 		return nil
 	case *http2.RSTStreamFrame:
 		return c.onReset(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			// A stream cannot depend on itself (RFC 9113 5.3.1).
+			c.onStreamError(http2.StreamError{StreamID: f.StreamID, Code: http2.ErrCodeProtocol})
+			return c.wasted()
+		}
+		return nil
 	case *http2.PushPromiseFrame:
 		return http2.ConnectionError(http2.ErrCodeProtocol) // clients never push (RFC 9113 8.4)
 	default:
@@ -368,13 +389,16 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 		if f.StreamID > c.lastID {
 			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
-		return nil
+		return c.wasted()
 	}
 	st.wireClosed.Store(true) // nothing more may be written on it
 	st.endLocked(fmt.Errorf("h2server: the caller reset the stream (%v)", f.ErrCode))
 	delete(c.streams, st.id)
+	if !st.dispatched {
+		c.releaseLocked(st) // no handler will run: it stops counting now
+	}
 	go st.cancelRequest() // the caller is gone: so is the request
-	return nil
+	return c.callerReset()
 }
 
 // onStreamError resets the stream a malformed frame was on. A malformed
@@ -398,6 +422,7 @@ func (c *conn) onStreamError(se http2.StreamError) {
 // own since mu is held. The stream's handler, if still running, finds its
 // reads and writes failing.
 func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
+	c.ourResets.add(st.id)
 	st.endLocked(err)
 	delete(c.streams, st.id)
 	st.resetCode.CompareAndSwap(0, uint32(code)+1)
@@ -412,6 +437,9 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 
 // writeReset sends RST_STREAM for a stream that has no record.
 func (c *conn) writeReset(id uint32, code http2.ErrCode) {
+	c.mu.Lock()
+	c.ourResets.add(id)
+	c.mu.Unlock()
 	_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, code) })
 }
 

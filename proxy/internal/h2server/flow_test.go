@@ -194,9 +194,10 @@ func TestMaxConcurrentStreams(t *testing.T) {
 // TestResetCancelsRequest: the caller's RST_STREAM cancels the request's
 // context, and its stream stops counting once the handler returns.
 func TestResetCancelsRequest(t *testing.T) {
-	canceled := make(chan error, 1)
+	canceled, started := make(chan error, 1), make(chan struct{}, 1)
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 1}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/wait" {
+			started <- struct{}{}
 			<-r.Context().Done()
 			canceled <- r.Context().Err()
 			return
@@ -206,6 +207,7 @@ func TestResetCancelsRequest(t *testing.T) {
 	c := connectRaw(t, f.addr)
 	c.request(1, "POST", "/wait", false)
 	c.data(1, []byte("part"), false)
+	recv(t, started, "the handler") // a stream reset in the same burst gets none
 	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
 	if err := recv(t, canceled, "the handler to see its context end"); err == nil {
 		t.Error("context done without an error")

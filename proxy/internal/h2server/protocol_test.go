@@ -225,8 +225,9 @@ func TestTETrailersAllowed(t *testing.T) {
 // resets the stream with PROTOCOL_ERROR, and the handler's Read fails.
 func TestContentLengthMismatch(t *testing.T) {
 	g := newGate(t)
-	readErr := make(chan error, 4)
+	readErr, started := make(chan error, 4), make(chan struct{}, 4)
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
 		_, err := io.Copy(io.Discard, r.Body)
 		readErr <- err
 		<-g.ch // the handler's return does not race the reset (see TestResetWinsOverHandlerEnd)
@@ -234,6 +235,7 @@ func TestContentLengthMismatch(t *testing.T) {
 	c := connectRaw(t, f.addr)
 	// Less than declared, then END_STREAM.
 	c.request(1, "POST", "/", false, "content-length", "10")
+	recv(t, started, "the handler") // a stream reset in the same burst gets none
 	c.data(1, []byte("12345"), true)
 	c.wantReset(1, http2.ErrCodeProtocol)
 	if err := recv(t, readErr, "the handler's read"); err == nil {
@@ -241,6 +243,7 @@ func TestContentLengthMismatch(t *testing.T) {
 	}
 	// More than declared.
 	c.request(3, "POST", "/", false, "content-length", "3")
+	recv(t, started, "the handler")
 	c.data(3, []byte("12345"), false)
 	c.wantReset(3, http2.ErrCodeProtocol)
 	if err := recv(t, readErr, "the handler's read"); err == nil {
@@ -248,6 +251,7 @@ func TestContentLengthMismatch(t *testing.T) {
 	}
 	// More than declared, over two frames.
 	c.request(5, "POST", "/", false, "content-length", "4")
+	recv(t, started, "the handler")
 	c.data(5, []byte("123"), false)
 	c.data(5, []byte("45"), true)
 	c.wantReset(5, http2.ErrCodeProtocol)

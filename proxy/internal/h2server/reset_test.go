@@ -115,14 +115,16 @@ func TestEarlyAnswerResetsUnfinishedRequest(t *testing.T) {
 // TestResetNotSentTwice: a stream the caller reset gets no RST_STREAM of
 // ours, nor anything else, once the handler returns.
 func TestResetNotSentTwice(t *testing.T) {
-	done := make(chan error, 1)
+	done, started := make(chan error, 1), make(chan struct{}, 1)
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
 		<-r.Context().Done()
 		_, err := io.WriteString(w, "too late")
 		done <- err
 	}))
 	c := connectRaw(t, f.addr)
 	c.get(1, "/")
+	recv(t, started, "the handler") // a stream reset in the same burst gets none
 	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
 	err := recv(t, done, "the handler's write")
 	if err == nil {
@@ -133,6 +135,7 @@ func TestResetNotSentTwice(t *testing.T) {
 	}
 	c.alive()
 	c.get(3, "/never-answered")
+	recv(t, started, "the handler")
 	c.check(c.fr.WriteRSTStream(3, http2.ErrCodeCancel))
 	recv(t, done, "the handler's write")
 	c.alive()

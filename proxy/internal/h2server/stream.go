@@ -78,6 +78,7 @@ type stream struct {
 	readTimer, writeTimer       *time.Timer
 	finished                    bool // finish ran
 	released                    bool // no longer counted active (release)
+	dispatched                  bool // its handler was started (conn.dispatch); the read loop's
 
 	rw responseState // the answer; owned by its writer
 }
@@ -115,23 +116,36 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.mu.Lock()
-	if st := c.streams[id]; st != nil {
+	if st := c.streams[id]; st != nil && !(st.eof && st.wireClosed.Load()) {
 		defer c.mu.Unlock()
 		return c.onTrailersLocked(st, f)
 	}
+	// Not open, or both sides ended it (its record is about to go).
 	if id <= c.lastID {
+		ours := c.ourResets.has(id)
 		c.mu.Unlock()
-		if len(f.PseudoFields()) > 0 {
+		switch {
+		case len(f.PseudoFields()) > 0:
 			// A new request on a used stream id (RFC 9113 5.1.1).
 			return http2.ConnectionError(http2.ErrCodeProtocol)
+		case ours:
+			// Trailers sent before the caller saw our RST_STREAM, which
+			// RFC 9113 5.1 tells us to ignore. The block was decoded:
+			// the HPACK state stays in step.
+			return c.wasted()
+		default:
+			// Trailers on a stream both sides had ended (RFC 9113 5.1),
+			// as x/net's server answers.
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
 		}
-		// Trailers on a stream that is closed, sent before the caller saw
-		// our RST_STREAM or END_STREAM, which RFC 9113 5.1 tells us to
-		// ignore. The block was decoded: the HPACK state stays in step.
-		return nil
 	}
 	c.lastID = id
 	switch {
+	case f.HasPriority() && f.Priority.StreamDep == id:
+		// A stream cannot depend on itself (RFC 9113 5.3.1).
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeProtocol)
+		return c.wasted()
 	case c.goingAway || c.err != nil:
 		c.mu.Unlock()
 		c.writeReset(id, http2.ErrCodeRefusedStream)
@@ -139,7 +153,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	case f.Truncated:
 		c.mu.Unlock()
 		c.refuseHeaderList(id, f.StreamEnded())
-		return nil
+		return c.wasted()
 	case c.active >= int(c.s.maxStreams()):
 		// The caller went past our SETTINGS, or still runs handlers of
 		// streams it reset: refused, it may try again (RFC 9113 8.7).
@@ -153,7 +167,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	req, err := c.newRequest(st, f)
 	if err != nil {
 		c.writeReset(id, http2.ErrCodeProtocol)
-		return nil
+		return c.wasted()
 	}
 	c.mu.Lock()
 	if c.err != nil {
@@ -176,7 +190,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.idle.Stop()
 	}
 	c.mu.Unlock()
-	go c.runHandler(st)
+	c.pending = append(c.pending, st) // dispatch starts its handler
 	return nil
 }
 
@@ -226,12 +240,18 @@ func (c *conn) onData(f *http2.DataFrame) error {
 			return http2.ConnectionError(http2.ErrCodeProtocol) // an idle stream
 		}
 		grow := c.refundLocked(n)
-		if st != nil {
+		closed := st == nil || st.wireClosed.Load() // our END_STREAM or reset is out
+		if !closed {
 			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
 		}
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
-		return nil
+		if closed {
+			// A closed stream: STREAM_CLOSED (RFC 9113 5.1), as x/net's
+			// server answers; the flood rule bounds how often.
+			c.writeReset(f.StreamID, http2.ErrCodeStreamClosed)
+		}
+		return c.wasted()
 	}
 	if n > st.recv {
 		grow := c.refundLocked(n)
@@ -270,6 +290,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	st.signalLocked()
 	c.mu.Unlock()
 	c.sendWindowUpdates(f.StreamID, grow, sgrow)
+	if n == 0 && !st.eof {
+		return c.wasted() // an empty DATA frame that ends nothing
+	}
 	return nil
 }
 

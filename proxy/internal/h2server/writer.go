@@ -322,6 +322,9 @@ func (c *conn) finish(st *stream, p any) {
 		err = w.end()
 	}
 	c.mu.Lock()
+	if p == nil && err == nil && st.err == nil {
+		c.abuse.completed.Add(1)
+	}
 	if err != nil && st.err == nil && c.streams[st.id] == st {
 		c.resetLocked(st, http2.ErrCodeInternal, err)
 	}

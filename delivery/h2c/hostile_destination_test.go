@@ -71,3 +71,40 @@ func TestAnswerFrameSize(t *testing.T) {
 		})
 	}
 }
+
+// TestInterimAnswerFlood: a destination that sends 1xx answers without
+// end fails the call, and its connection is closed rather than read on;
+// the next call gets a fresh connection and its answer.
+func TestInterimAnswerFlood(t *testing.T) {
+	closed := make(chan struct{})
+	frames := newFrameServer(t, nil, func(fc *frameConn) {
+		r, err := fc.readRequest()
+		if err != nil {
+			return
+		}
+		if fc.index > 1 {
+			fc.answer(r.stream, "200", "ok")
+			holdStreams(fc)
+			return
+		}
+		for range 10000 { // bounded: the client must give up long before
+			if fc.writeHeaders(r.stream, false, ":status", "103") != nil {
+				break
+			}
+		}
+		for {
+			if _, err := fc.next(); err != nil {
+				close(closed)
+				return
+			}
+		}
+	})
+	tr, _ := newTransport(t, &h2c.Transport{})
+	if r := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/", nil, 0)); r.Err() == nil {
+		t.Fatalf("the call succeeded (%d), want an error", r.Resp.StatusCode)
+	}
+	receive(t, closed, "the flooding connection closed by the client")
+	if r := get(t, tr, frames.url+"/"); r.Body != "ok" {
+		t.Errorf("next call: %q, want ok", r.Body)
+	}
+}

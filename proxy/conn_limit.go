@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// NewConnLimitListener accepts at most max connections of ln at once
+// (FORWARD_MAX_CONNECTIONS): each costs a file descriptor and buffers
+// whether or not it carries a call, and admission counts calls only. A
+// connection beyond the limit is closed as soon as it is accepted, so its
+// caller learns at once and retries, rather than waiting in the listen
+// queue; the refusals are logged at most once a second, with their count.
+func NewConnLimitListener(ln net.Listener, max int, logger *zap.SugaredLogger) net.Listener {
+	return &connLimitListener{Listener: ln, max: int64(max), refusals: newLineBudget(1, logger, "Refused connections beyond FORWARD_MAX_CONNECTIONS")}
+}
+
+type connLimitListener struct {
+	net.Listener
+	max      int64
+	open     atomic.Int64
+	refusals *lineBudget
+}
+
+func (l *connLimitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &limitedConn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		_ = c.Close()
+		l.refusals.drop()
+	}
+}
+
+// limitedConn gives its place back once, on its first Close.
+type limitedConn struct {
+	net.Conn
+	l    *connLimitListener
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
+}

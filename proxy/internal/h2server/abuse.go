@@ -1,0 +1,109 @@
+package h2server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"sync/atomic"
+
+	"golang.org/x/net/http2"
+)
+
+// abuse is what a connection's caller made the server do for nothing:
+// streams it reset before their answer, and frames that cost work and
+// carry no request (refused or malformed header blocks, empty DATA frames
+// that do not end a stream, frames on streams already closed). x/net's
+// server bounds each of these floods in its own way; here one rule does:
+// once either count passes the stream limit and the requests the
+// connection completed, the caller is told ENHANCE_YOUR_CALM and the
+// connection closes (the rapid-reset attack, CVE-2023-44487, and the
+// empty-frame floods of CVE-2019-9518 and CVE-2019-9516). A caller that
+// cancels every stream it has open once, or whose calls mostly complete,
+// is never cut. The counts are the read loop's; completed is written by
+// handlers.
+type abuse struct {
+	resets    int64
+	useless   int64
+	completed atomic.Int64
+}
+
+// tooMuch reports whether n such events are past what the connection may
+// cost: more than its stream limit, and more than it completed.
+func (a *abuse) tooMuch(n int64, maxStreams uint32) bool {
+	return n > int64(maxStreams) && n > a.completed.Load()
+}
+
+// callerReset counts a stream the caller reset before its answer ended.
+func (c *conn) callerReset() error {
+	c.abuse.resets++
+	if c.abuse.tooMuch(c.abuse.resets, c.s.maxStreams()) {
+		return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+	}
+	return nil
+}
+
+// wasted counts a frame that carried no request.
+func (c *conn) wasted() error {
+	c.abuse.useless++
+	if c.abuse.tooMuch(c.abuse.useless, c.s.maxStreams()) {
+		return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
+	}
+	return nil
+}
+
+// nextFrameHere reports whether br already holds the whole next frame, so
+// that reading it will not wait on the socket.
+func nextFrameHere(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < frameHeaderLen {
+		return false
+	}
+	h, _ := br.Peek(frameHeaderLen)
+	length := int(binary.BigEndian.Uint32(append([]byte{0}, h[:3]...)))
+	return n >= frameHeaderLen+length
+}
+
+const frameHeaderLen = 9
+
+// dispatch starts the handlers of the streams opened since it last ran,
+// once the read loop is about to wait for the socket: a stream that the
+// caller reset in the same burst (the rapid reset) never reaches a
+// handler, and so never reaches a destination. It is released instead.
+func (c *conn) dispatch() {
+	for i, st := range c.pending {
+		c.pending[i] = nil
+		c.mu.Lock()
+		live := c.streams[st.id] == st && st.err == nil
+		if !live {
+			c.releaseLocked(st)
+		}
+		c.mu.Unlock()
+		if live {
+			st.dispatched = true
+			go c.runHandler(st)
+		}
+	}
+	c.pending = c.pending[:0]
+}
+
+// resetRing remembers the last streams the server reset, for the frames
+// a caller may still send on them before it sees the reset, which RFC
+// 9113 5.1 says to ignore; frames on other closed streams are an error.
+// Guarded by conn.mu.
+type resetRing struct {
+	ids  [256]uint32
+	next int
+}
+
+func (r *resetRing) add(id uint32) {
+	r.ids[r.next] = id
+	r.next = (r.next + 1) % len(r.ids)
+}
+
+func (r *resetRing) has(id uint32) bool {
+	for _, v := range r.ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
