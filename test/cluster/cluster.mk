@@ -2,7 +2,8 @@
 # `make cluster-up`, `make cluster-down`. Binaries are built into
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
-.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images
+.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
+	cluster-serving-bins cluster-serving-images
 
 CLUSTER_DIR := $(CURDIR)/test/cluster
 CLUSTER_BIN := $(CURDIR)/.cache/cluster/bin
@@ -13,7 +14,8 @@ modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 
 cluster-up: cluster-deps cluster-bins cluster-images ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
 	$(CLUSTER_DIR)/up.sh
-	$(CLUSTER_DIR)/check.sh smoke
+	$(CLUSTER_DIR)/serving.sh
+	$(CLUSTER_DIR)/check.sh smoke serving-smoke
 
 cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
 	$(CLUSTER_DIR)/down.sh
@@ -30,7 +32,7 @@ cluster-deps:
 
 CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
 CLUSTER_SMALL := pause imgtar probe hello
-cluster-bins: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
+cluster-bins: cluster-serving-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
 
 # Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
@@ -48,7 +50,7 @@ $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 
 # Image archives: one layer with the static binary, user 65532.
 IMGTAR = $(CLUSTER_BIN)/imgtar
-cluster-images: $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
+cluster-images: cluster-serving-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
 
 $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
 	@mkdir -p $(@D)
@@ -57,4 +59,28 @@ $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.
 $(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(IMGTAR)
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/coredns:$$(cat $<.version) -entrypoint /coredns $<=/coredns
+
+# Knative Serving's binaries, from their own module (test/cluster/serving).
+SERVING_MOD := test/cluster/serving/go.mod test/cluster/serving/go.sum
+SERVING_CMDS := controller webhook autoscaler autoscaler-hpa activator queue
+$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%): $(CLUSTER_BIN)/serving-%: $(SERVING_MOD)
+	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/serving/cmd/$*
+$(CLUSTER_BIN)/serving.version: $(SERVING_MOD)
+	echo $(call modversion,test/cluster/serving,knative.dev/serving) >$@
+$(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/serving.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/$*:$$(cat $(CLUSTER_BIN)/serving.version) -entrypoint /$* $<=/$*
+
+# Traefik, Serving's ingress, from its own module (test/cluster/traefik).
+TRAEFIK_MOD := test/cluster/traefik/go.mod test/cluster/traefik/go.sum
+$(CLUSTER_BIN)/traefik.version: $(TRAEFIK_MOD)
+	echo $(call modversion,test/cluster/traefik,github.com/traefik/traefik/v3) >$@
+$(CLUSTER_BIN)/traefik: $(CLUSTER_BIN)/traefik.version
+	cd test/cluster/traefik && CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
+$(CLUSTER_IMAGES)/traefik.tar: $(CLUSTER_BIN)/traefik $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/traefik:$$(cat $<.version) -entrypoint /traefik $<=/traefik
+
+cluster-serving-bins: $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) $(CLUSTER_BIN)/serving.version $(CLUSTER_BIN)/traefik
+cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUSTER_IMAGES)/traefik.tar
 

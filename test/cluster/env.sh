@@ -36,3 +36,13 @@ export KUBECONFIG=$KUBECONFIG_FILE
 export PATH=$BIN:$ROOT/.cache/bin:$PATH
 kc() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 log() { echo "[$(date +%T)] $*" >&2; }
+# retry SECONDS CMD...: CMD's output once it succeeds, polling every 0.5 s
+# (kube-proxy and Traefik program a new endpoint a moment after it is Ready).
+retry() {
+  local end=$((SECONDS + $1)) out; shift
+  until out=$("$@" 2>&1); do
+    [ $SECONDS -lt $end ] || { echo "$out"; return 1; }
+    sleep 0.5
+  done
+  echo "$out"
+}

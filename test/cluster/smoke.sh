@@ -12,7 +12,7 @@ kc -n kc-smoke rollout status deploy/hello --timeout=60s >/dev/null
 kc -n kc-smoke wait --for=condition=Ready pod/probe --timeout=60s >/dev/null
 
 ip=$(kc -n kc-smoke get svc hello -o jsonpath='{.spec.clusterIP}')
-out=$(curl -sS --max-time 5 "http://$ip/") || fail "ClusterIP $ip does not answer from the host"
+out=$(retry 10 curl -sS --max-time 5 "http://$ip/") || fail "ClusterIP $ip does not answer from the host"
 [[ $out == "hello from hello-"* ]] || fail "ClusterIP $ip answered: $out"
 log "host -> ClusterIP $ip: $out"
 
@@ -20,7 +20,7 @@ p() { kc -n kc-smoke exec probe -- /probe "$@"; }
 out=$(p lookup kubernetes.default.svc.cluster.local) || fail "$out"
 [[ $out == *"[$API_SVC_IP]"* ]] || fail "kubernetes.default.svc.cluster.local: $out"
 log "pod: $out"
-out=$(p get http://hello.kc-smoke/) || fail "pod -> hello.kc-smoke: $out"
+out=$(retry 10 p get http://hello.kc-smoke/) || fail "pod -> hello.kc-smoke: $out"
 log "pod -> hello.kc-smoke: $out"
 # Any other name fails, and fast (REFUSED locally, no upstream to wait for).
 for name in example.com kubernetes.io; do
