@@ -3,7 +3,7 @@
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
 .PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
-	cluster-serving-bins cluster-serving-images
+	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images
 
 CLUSTER_DIR := $(CURDIR)/test/cluster
 CLUSTER_BIN := $(CURDIR)/.cache/cluster/bin
@@ -15,7 +15,8 @@ modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 cluster-up: cluster-deps cluster-bins cluster-images ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
 	$(CLUSTER_DIR)/up.sh
 	$(CLUSTER_DIR)/serving.sh
-	$(CLUSTER_DIR)/check.sh smoke serving-smoke
+	$(CLUSTER_DIR)/eventing.sh
+	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke
 
 cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
 	$(CLUSTER_DIR)/down.sh
@@ -32,7 +33,7 @@ cluster-deps:
 
 CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
 CLUSTER_SMALL := pause imgtar probe hello
-cluster-bins: cluster-serving-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
+cluster-bins: cluster-serving-bins cluster-eventing-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
 
 # Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
@@ -50,7 +51,7 @@ $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 
 # Image archives: one layer with the static binary, user 65532.
 IMGTAR = $(CLUSTER_BIN)/imgtar
-cluster-images: cluster-serving-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
+cluster-images: cluster-serving-images cluster-eventing-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
 
 $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
 	@mkdir -p $(@D)
@@ -84,3 +85,16 @@ $(CLUSTER_IMAGES)/traefik.tar: $(CLUSTER_BIN)/traefik $(IMGTAR)
 cluster-serving-bins: $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) $(CLUSTER_BIN)/serving.version $(CLUSTER_BIN)/traefik
 cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUSTER_IMAGES)/traefik.tar
 
+# Knative Eventing's binaries, from their own module (test/cluster/eventing).
+EVENTING_MOD := test/cluster/eventing/go.mod test/cluster/eventing/go.sum
+EVENTING_CMDS := controller webhook mtping
+$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%): $(CLUSTER_BIN)/eventing-%: $(EVENTING_MOD)
+	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/eventing/cmd/$*
+$(CLUSTER_BIN)/eventing.version: $(EVENTING_MOD)
+	echo $(call modversion,test/cluster/eventing,knative.dev/eventing) >$@
+$(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/eventing.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/$*:$$(cat $(CLUSTER_BIN)/eventing.version) -entrypoint /$* $<=/$*
+
+cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version
+cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar)
