@@ -152,3 +152,4 @@ demo: ## the seed scenario in small, live: an adapter direct to slow sinks, then
 
 clean:
 	rm -rf $(BIN)
+include test/cluster/cluster.mk

@@ -1,0 +1,100 @@
+# The one-node Kubernetes + Knative cluster (test/cluster/README.md):
+# `make cluster-up`, `make cluster-down`. Binaries are built into
+# .cache/cluster/bin and image archives into .cache/cluster/images, each
+# again only when its module's go.mod/go.sum (the pins) or sources change.
+.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
+	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images
+
+CLUSTER_DIR := $(CURDIR)/test/cluster
+CLUSTER_BIN := $(CURDIR)/.cache/cluster/bin
+CLUSTER_IMAGES := $(CURDIR)/.cache/cluster/images
+COREDNS_MOD := test/cluster/coredns/go.mod test/cluster/coredns/go.sum
+# Versions named in image tags come from the modules' own pins.
+modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
+
+cluster-up: cluster-deps cluster-bins cluster-images ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
+	$(CLUSTER_DIR)/up.sh
+	$(CLUSTER_DIR)/serving.sh
+	$(CLUSTER_DIR)/eventing.sh
+	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke
+
+cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
+	$(CLUSTER_DIR)/down.sh
+
+# Debian's container runtime, CNI plugins and iptables (nftables to remove
+# the empty tables iptables-nft leaves), when missing.
+cluster-deps:
+	@missing=; for p in containerd runc containernetworking-plugins iptables nftables; do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
+CLUSTER_SMALL := pause imgtar probe hello
+cluster-bins: cluster-serving-bins cluster-eventing-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
+	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
+
+# Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
+$(CLUSTER_K8S:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(TOOLS_MOD)
+	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$*
+
+$(CLUSTER_BIN)/coredns: $(COREDNS_MOD)
+	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ github.com/coredns/coredns
+$(CLUSTER_BIN)/coredns.version: $(COREDNS_MOD)
+	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
+
+# The small static programs of test/cluster (standard library only).
+$(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
+	CGO_ENABLED=0 $(GO) build -o $@ ./test/cluster/$*
+
+# Image archives: one layer with the static binary, user 65532.
+IMGTAR = $(CLUSTER_BIN)/imgtar
+cluster-images: cluster-serving-images cluster-eventing-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
+
+$(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/$*:v1 -entrypoint /$* $<=/$*
+
+$(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/coredns:$$(cat $<.version) -entrypoint /coredns $<=/coredns
+
+# Knative Serving's binaries, from their own module (test/cluster/serving).
+SERVING_MOD := test/cluster/serving/go.mod test/cluster/serving/go.sum
+SERVING_CMDS := controller webhook autoscaler autoscaler-hpa activator queue
+$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%): $(CLUSTER_BIN)/serving-%: $(SERVING_MOD)
+	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/serving/cmd/$*
+$(CLUSTER_BIN)/serving.version: $(SERVING_MOD)
+	echo $(call modversion,test/cluster/serving,knative.dev/serving) >$@
+$(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/serving.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/$*:$$(cat $(CLUSTER_BIN)/serving.version) -entrypoint /$* $<=/$*
+
+# Traefik, Serving's ingress, from its own module (test/cluster/traefik).
+TRAEFIK_MOD := test/cluster/traefik/go.mod test/cluster/traefik/go.sum
+$(CLUSTER_BIN)/traefik.version: $(TRAEFIK_MOD)
+	echo $(call modversion,test/cluster/traefik,github.com/traefik/traefik/v3) >$@
+$(CLUSTER_BIN)/traefik: $(CLUSTER_BIN)/traefik.version
+	cd test/cluster/traefik && CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
+$(CLUSTER_IMAGES)/traefik.tar: $(CLUSTER_BIN)/traefik $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/traefik:$$(cat $<.version) -entrypoint /traefik $<=/traefik
+
+cluster-serving-bins: $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) $(CLUSTER_BIN)/serving.version $(CLUSTER_BIN)/traefik
+cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUSTER_IMAGES)/traefik.tar
+
+# Knative Eventing's binaries, from their own module (test/cluster/eventing).
+EVENTING_MOD := test/cluster/eventing/go.mod test/cluster/eventing/go.sum
+EVENTING_CMDS := controller webhook mtping
+$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%): $(CLUSTER_BIN)/eventing-%: $(EVENTING_MOD)
+	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/eventing/cmd/$*
+$(CLUSTER_BIN)/eventing.version: $(EVENTING_MOD)
+	echo $(call modversion,test/cluster/eventing,knative.dev/eventing) >$@
+$(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/eventing.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/$*:$$(cat $(CLUSTER_BIN)/eventing.version) -entrypoint /$* $<=/$*
+
+cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version
+cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar)
