@@ -102,16 +102,17 @@ func writeErrorRetryIn(w http.ResponseWriter, reason Reason, message string, ret
 	body, _ := json.Marshal(errorBody{Reason: reason, Message: message})
 	body = append(body, '\n')
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	// A caller that does not read (a zero flow-control window, a full
-	// socket) must not keep the goroutine that answers it: the answer is
-	// small, so it gets stalledWriteGrace to leave, and the stream or
-	// connection is cut after that. The deadline goes once it is sent, for
-	// the next request on the connection.
+	// An HTTP/2 caller that does not read (a zero flow-control window)
+	// must not keep the goroutine that answers it: the answer is small,
+	// so its write gets stalledWriteGrace, and the stream is cut after
+	// that. The deadline goes once the write returns, for the next
+	// request on the connection. (An HTTP/1.1 answer is written once the
+	// handler returns, on the connection's own goroutine, so that the
+	// call is recorded before its caller has the answer.)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(stalledWriteGrace))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-	_ = rc.Flush()
 	_ = rc.SetWriteDeadline(time.Time{})
 }
 
