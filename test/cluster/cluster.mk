@@ -3,7 +3,8 @@
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
 .PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
-	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images
+	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images \
+	cluster-monitoring-bins cluster-monitoring-images
 
 CLUSTER_DIR := $(CURDIR)/test/cluster
 CLUSTER_BIN := $(CURDIR)/.cache/cluster/bin
@@ -16,15 +17,16 @@ cluster-up: cluster-deps cluster-bins cluster-images ## a one-node Kubernetes + 
 	$(CLUSTER_DIR)/up.sh
 	$(CLUSTER_DIR)/serving.sh
 	$(CLUSTER_DIR)/eventing.sh
-	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke
+	$(CLUSTER_DIR)/monitoring.sh
+	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke monitoring-smoke
 
 cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
 	$(CLUSTER_DIR)/down.sh
 
-# Debian's container runtime, CNI plugins and iptables (nftables to remove
-# the empty tables iptables-nft leaves), when missing.
+# Debian's container runtime, CNI plugins, iptables (nftables to remove
+# the empty tables iptables-nft leaves) and Prometheus, when missing.
 cluster-deps:
-	@missing=; for p in containerd runc containernetworking-plugins iptables nftables; do \
+	@missing=; for p in containerd runc containernetworking-plugins iptables nftables prometheus; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
@@ -32,8 +34,8 @@ cluster-deps:
 	fi
 
 CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
-CLUSTER_SMALL := pause imgtar probe hello
-cluster-bins: cluster-serving-bins cluster-eventing-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
+CLUSTER_SMALL := pause imgtar probe hello podsd
+cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
 
 # Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
@@ -51,7 +53,7 @@ $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 
 # Image archives: one layer with the static binary, user 65532.
 IMGTAR = $(CLUSTER_BIN)/imgtar
-cluster-images: cluster-serving-images cluster-eventing-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
+cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
 
 $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
 	@mkdir -p $(@D)
@@ -98,3 +100,25 @@ $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(
 
 cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version
 cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar)
+
+# Prometheus: Debian's binary (package prometheus) with the libc it links
+# beside it, and podsd (its pod discovery: Debian's build has no
+# kubernetes_sd_configs). Prometheus Adapter from its own module.
+$(CLUSTER_BIN)/prometheus.version: /usr/bin/prometheus
+	echo v$$(dpkg-query -W -f '$${Version}' prometheus | sed 's/[+~-].*//') >$@
+$(CLUSTER_IMAGES)/prometheus.tar: /usr/bin/prometheus $(CLUSTER_BIN)/prometheus.version $(CLUSTER_BIN)/podsd $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/prometheus:$$(cat $(CLUSTER_BIN)/prometheus.version) -entrypoint /prometheus \
+	  /usr/bin/prometheus=/prometheus $(CLUSTER_BIN)/podsd=/podsd /lib/x86_64-linux-gnu/libc.so.6=/lib/x86_64-linux-gnu/libc.so.6 \
+	  /lib64/ld-linux-x86-64.so.2=/lib64/ld-linux-x86-64.so.2
+ADAPTER_MOD := test/cluster/prometheus-adapter/go.mod test/cluster/prometheus-adapter/go.sum
+$(CLUSTER_BIN)/prometheus-adapter: $(ADAPTER_MOD)
+	cd test/cluster/prometheus-adapter && CGO_ENABLED=0 $(GO) build -o $@ sigs.k8s.io/prometheus-adapter/cmd/adapter
+$(CLUSTER_BIN)/prometheus-adapter.version: $(ADAPTER_MOD)
+	echo $(call modversion,test/cluster/prometheus-adapter,sigs.k8s.io/prometheus-adapter) >$@
+$(CLUSTER_IMAGES)/prometheus-adapter.tar: $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/prometheus-adapter:$$(cat $<.version) -entrypoint /prometheus-adapter $<=/prometheus-adapter
+
+cluster-monitoring-bins: $(CLUSTER_BIN)/prometheus.version $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version
+cluster-monitoring-images: $(CLUSTER_IMAGES)/prometheus.tar $(CLUSTER_IMAGES)/prometheus-adapter.tar
