@@ -244,11 +244,13 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if !closed {
 			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
 		}
+		// DATA sent before the caller saw our own RST_STREAM is ignored
+		// (RFC 9113 5.1); on any other closed stream it is STREAM_CLOSED,
+		// as x/net's server answers. The flood rule bounds how often.
+		answer := closed && !c.ourResets.has(f.StreamID)
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
-		if closed {
-			// A closed stream: STREAM_CLOSED (RFC 9113 5.1), as x/net's
-			// server answers; the flood rule bounds how often.
+		if answer {
 			c.writeReset(f.StreamID, http2.ErrCodeStreamClosed)
 		}
 		return c.wasted()
