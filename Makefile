@@ -48,6 +48,14 @@ INTEGRATION_PKGS = $(shell git ls-files -co --exclude-standard -- '*_test.go' | 
 integration: tools prometheus-tools ## tests behind the integration build tag
 	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
 
+# h2spec against the inbound HTTP/2 server (proxy/internal/h2server's
+# TestH2Spec, build tag h2spec). Not yet part of `make test`: its case
+# 6.9.2/1 (a raised SETTINGS_INITIAL_WINDOW_SIZE must let a blocked answer
+# go on) failed in 2 of 10 runs under load, an open defect.
+.PHONY: h2spec
+h2spec: $(TOOLS_BIN)/h2spec ## the HTTP/2 conformance suite against the inbound server
+	$(GO) test -count=1 -tags h2spec -run '^TestH2Spec$$' ./proxy/internal/h2server/
+
 # Each fuzz target briefly; `make fuzz FUZZTIME=5m` runs them longer.
 # fuzz-short counts executions rather than seconds: a duration budget can
 # fail with a bare "context deadline exceeded" when it expires under load
@@ -75,10 +83,10 @@ GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-# Vet and golangci-lint see the integration-tagged files too.
+# Vet and golangci-lint see the integration- and h2spec-tagged files too.
 lint: tidy-check $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags integration ./...
+	$(GO) vet -tags integration,h2spec ./...
 	@v=$$($(GOLANGCI_LINT) version --short); if [ "v$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
 	  echo "$(GOLANGCI_LINT) is v$$v, want $(GOLANGCI_LINT_VERSION): remove it and run make lint again"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...
@@ -88,7 +96,7 @@ tidy-check:
 	cd test/tools && $(GO) mod tidy -diff
 	cd test/tools/h2spec && $(GO) mod tidy -diff
 
-tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(TOOLS_BIN)/h2spec ## kube-apiserver, etcd and h2spec for tests (cold: about 10 minutes)
+tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd ## kube-apiserver and etcd for tests (cold: about 10 minutes)
 
 $(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver

@@ -1,4 +1,4 @@
-//go:build integration
+//go:build h2spec
 
 /*
 Copyright 2026 The Knative Authors
@@ -51,7 +51,7 @@ func TestH2Spec(t *testing.T) {
 		bin = filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "bin", "h2spec")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("h2spec is missing (make tools builds it): %v", err)
+		t.Fatalf("h2spec is missing (make h2spec builds it): %v", err)
 	}
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
