@@ -60,6 +60,10 @@ func run() int {
 	}
 	logger := telemetry.NewLogger(env.LogLevel)
 	defer func() { _ = logger.Sync() }()
+	// The settings in effect, where an operator can check them: in a pod
+	// they come from two places (the controller's env, the ConfigMap).
+	logger.Infow("Starting", zap.String("pod", env.PodName), zap.String("systemNamespace", env.SystemNamespace),
+		zap.Stringer("drainTimeout", env.DrainTimeout), zap.Stringer("sinkTimeout", env.SinkTimeout), zap.String("logLevel", env.LogLevel))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

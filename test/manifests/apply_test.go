@@ -46,7 +46,8 @@ import (
 const fieldManager = "event-forwarding-manifests-test"
 
 // TestAPIServer applies everything under config/ to a real API server, in
-// the order `ko apply -f config/ -f config/async/` would, then checks what
+// the order `ko apply -f config/ -f config/async/ -f config/sync/` would (the
+// default install, then the switch to the sync profile), then checks what
 // the objects grant and that sources see ConfigMap edits.
 func TestAPIServer(t *testing.T) {
 	docs := loadConfig(t)
@@ -71,7 +72,7 @@ func TestAPIServer(t *testing.T) {
 	}
 
 	t.Run("apply", func(t *testing.T) { applyAll(ctx, t, s, docs) })
-	t.Run("async profile replaced sync", func(t *testing.T) { testProfileSwitch(ctx, t, s) })
+	t.Run("sync profile replaced async", func(t *testing.T) { testProfileSwitch(ctx, t, s) })
 	if t.Failed() {
 		return
 	}
@@ -112,9 +113,9 @@ func applyAll(ctx context.Context, t *testing.T, s *apiserver.Server, docs []Doc
 	}
 }
 
-// testProfileSwitch checks that applying config/async/ over config/ left
-// the Service with the async profile's autoscaling only: annotations only
-// the sync profile sets are gone.
+// testProfileSwitch checks that applying config/sync/ over config/ left
+// the Service with the sync profile's autoscaling only: annotations only
+// the async profile sets are gone.
 func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 	ksvc := schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
 	got, err := dynamic.NewForConfigOrDie(s.Config).Resource(ksvc).Namespace("knative-eventing").Get(ctx, proxyName, metav1.GetOptions{})
@@ -122,14 +123,14 @@ func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 		t.Fatal(err)
 	}
 	annotations, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "annotations")
-	want := loadService(t, asyncFile).Spec.Template.Annotations
+	want := loadService(t, syncFile).Spec.Template.Annotations
 	for k, v := range annotations {
 		if strings.HasPrefix(k, autoscaling.GroupName+"/") && want[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, v, want[k])
 		}
 	}
-	if annotations[autoscaling.ClassAnnotationKey] != autoscaling.HPA {
-		t.Errorf("class = %q, want %q", annotations[autoscaling.ClassAnnotationKey], autoscaling.HPA)
+	if annotations[autoscaling.ClassAnnotationKey] != autoscaling.KPA {
+		t.Errorf("class = %q, want %q", annotations[autoscaling.ClassAnnotationKey], autoscaling.KPA)
 	}
 }
 

@@ -79,8 +79,8 @@ func TestRequiredObjects(t *testing.T) {
 		{name: "adapter cluster role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), obj: "event-forwarding-pingsource-adapter"},
 		{name: "adapter role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("Role"), obj: "event-forwarding-pingsource-adapter"},
 		{name: "eventing config", file: "config/300-config-event-forwarding.yaml", gvk: cm, obj: "config-event-forwarding"},
-		{name: "sync profile", file: "config/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
-		{name: "async profile", file: "config/async/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
+		{name: "async profile", file: "config/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
+		{name: "sync profile", file: "config/sync/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
 		{name: "adapter rule", file: "config/async/500-prometheus-adapter.yaml", gvk: cm, obj: "event-forwarding-prometheus-adapter"},
 	}
 	for _, tc := range tests {

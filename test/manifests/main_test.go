@@ -35,9 +35,10 @@ import (
 const repoRoot = "../.."
 
 // applySets are the folders an operator applies with `ko apply -f`:
-// config/ (the sync profile) and config/async/ after it (the async profile
-// replacing the sync one). Documents are checked in this order.
-var applySets = []string{"config", "config/async"}
+// config/ (the default install, async profile), config/async/ (the
+// Prometheus Adapter rule that profile needs) and config/sync/ (the sync
+// profile, replacing the async one). Documents are checked in this order.
+var applySets = []string{"config", "config/async", "config/sync"}
 
 // loadConfig returns every document of applySets, failing the test if
 // there are none.

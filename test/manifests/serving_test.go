@@ -37,8 +37,8 @@ import (
 
 // The two scaling profiles: the same Service, differing in autoscaling.
 const (
-	syncFile  = "config/400-proxy.yaml"
-	asyncFile = "config/async/400-proxy.yaml"
+	asyncFile = "config/400-proxy.yaml" // the default
+	syncFile  = "config/sync/400-proxy.yaml"
 	proxyName = "event-forwarding-proxy"
 	heldCalls = "kn_forward_active_requests"
 )
@@ -120,7 +120,8 @@ func TestServiceSettings(t *testing.T) {
 				{name: "memory request is the limit", got: c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()), want: 0},
 				{name: "GOMEMLIMIT near 90% of the limit", got: goMemLimitRatio(t, env["GOMEMLIMIT"], memLimit), want: 0.9},
 				{name: "goroutines start with small stacks", got: env["GODEBUG"], want: config.ProxyGODEBUG},
-				{name: "proxy timeout is the revision's", got: proxy.MaxTimeout, want: timeout},
+				{name: "the proxy times out first", got: proxy.MaxTimeout < timeout, want: true},
+				{name: "by at most a minute", got: timeout-proxy.MaxTimeout <= time.Minute, want: true},
 				{name: "drain ends within the pod's grace period", got: proxy.DrainTimeout < timeout, want: true},
 				{name: "metrics port is free in a Knative pod", got: knativePorts[proxy.MetricsPort], want: false},
 				{name: "metrics port is scraped", got: annotations["prometheus.io/port"], want: strconv.Itoa(proxy.MetricsPort)},

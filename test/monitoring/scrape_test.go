@@ -207,7 +207,7 @@ func TestScrapeConfigs(t *testing.T) {
 // annotation the scrape configurations read, and name the container and
 // pods as the memory alert selects them.
 func TestProxyServesMetricsWhereScraped(t *testing.T) {
-	for _, file := range []string{"config/400-proxy.yaml", "config/async/400-proxy.yaml"} {
+	for _, file := range []string{"config/400-proxy.yaml", "config/sync/400-proxy.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			var ksvc servingv1.Service
 			if err := yaml.Unmarshal(readRepoFile(t, file), &ksvc); err != nil {

@@ -1,0 +1,118 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package manifests
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/eventing/pkg/reconciler/pingsource/resources"
+
+	"knative.dev/event-forwarding-proxy/adapter/mtping"
+)
+
+const (
+	adapterFile     = "config/500-mtping.yaml"
+	adapterSettings = "config/300-pingsource-adapter-settings.yaml"
+	settingsName    = "event-forwarding-pingsource-adapter"
+)
+
+// TestAdapterSettingsSurviveTheController runs what upstream's PingSource
+// controller does to the adapter's Deployment on every reconcile (it sets
+// the dispatcher container's env to its own list) and checks the adapter
+// still starts with the operator's settings.
+func TestAdapterSettingsSurviveTheController(t *testing.T) {
+	docs := loadConfig(t)
+	s := scheme(t)
+	obj, err := decodeStrict(s, find(t, docs, adapterFile, appsv1.SchemeGroupVersion.WithKind("Deployment"), "pingsource-mt-adapter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := obj.(*appsv1.Deployment)
+	obj, err = decodeStrict(s, find(t, docs, adapterSettings, corev1.SchemeGroupVersion.WithKind("ConfigMap"), settingsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := obj.(*corev1.ConfigMap).Data
+	if len(settings) == 0 {
+		t.Fatalf("%s: no settings", adapterSettings)
+	}
+
+	c := &d.Spec.Template.Spec.Containers[0]
+	if c.Name != "dispatcher" {
+		t.Fatalf("container %q, want upstream's dispatcher", c.Name)
+	}
+	if len(c.Env) != 0 {
+		t.Errorf("the manifest sets env %v: the controller replaces it", c.Env)
+	}
+	// The reconciler's own list, with the values it computes in a cluster.
+	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1})
+
+	env := effectiveEnv(t, d, settings)
+	got, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("the adapter refuses its environment: %v", err)
+	}
+	drain, err := time.ParseDuration(settings["DRAIN_TIMEOUT"])
+	if err != nil {
+		t.Fatalf("DRAIN_TIMEOUT: %v", err)
+	}
+	if got.DrainTimeout != drain {
+		t.Errorf("DrainTimeout = %v, want the ConfigMap's %v", got.DrainTimeout, drain)
+	}
+	if got.LogLevel != settings["LOG_LEVEL"] {
+		t.Errorf("LogLevel = %q, want the ConfigMap's %q", got.LogLevel, settings["LOG_LEVEL"])
+	}
+	if got.SystemNamespace != d.Namespace {
+		t.Errorf("SystemNamespace = %q, want %q", got.SystemNamespace, d.Namespace)
+	}
+	grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	if got.DrainTimeout >= grace {
+		t.Errorf("DRAIN_TIMEOUT %v does not end within the grace period %v", got.DrainTimeout, grace)
+	}
+}
+
+// effectiveEnv is the environment the kubelet gives the first container:
+// envFrom sources first, then env, which wins. Only what the manifest and
+// the controller use is resolved: ConfigMaps (from cms) and the pod's
+// namespace.
+func effectiveEnv(t *testing.T, d *appsv1.Deployment, cm map[string]string) map[string]string {
+	t.Helper()
+	c := d.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil || from.ConfigMapRef.Name != settingsName {
+			t.Fatalf("envFrom %+v: want the ConfigMap %s", from, settingsName)
+		}
+		for k, v := range cm {
+			env[from.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = d.Namespace
+		default:
+			t.Fatalf("env %s: source %+v not resolved by this test", e.Name, e.ValueFrom)
+		}
+	}
+	return env
+}
