@@ -2,7 +2,7 @@
 # `make cluster-up`, `make cluster-down`. Binaries are built into
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
-.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
+.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images cluster-project-bins \
 	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images \
 	cluster-monitoring-bins cluster-monitoring-images
 
@@ -13,12 +13,13 @@ COREDNS_MOD := test/cluster/coredns/go.mod test/cluster/coredns/go.sum
 # Versions named in image tags come from the modules' own pins.
 modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 
-cluster-up: cluster-deps cluster-bins cluster-images ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
+cluster-up: cluster-deps cluster-bins cluster-images cluster-project-bins ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
 	$(CLUSTER_DIR)/up.sh
 	$(CLUSTER_DIR)/serving.sh
 	$(CLUSTER_DIR)/eventing.sh
 	$(CLUSTER_DIR)/monitoring.sh
 	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke monitoring-smoke
+	$(CLUSTER_DIR)/project.sh
 
 cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
 	$(CLUSTER_DIR)/down.sh
@@ -34,7 +35,7 @@ cluster-deps:
 	fi
 
 CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
-CLUSTER_SMALL := pause imgtar probe hello podsd
+CLUSTER_SMALL := pause imgtar probe hello podsd e2esink
 cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
 
@@ -53,9 +54,9 @@ $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 
 # Image archives: one layer with the static binary, user 65532.
 IMGTAR = $(CLUSTER_BIN)/imgtar
-cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar
+cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar
 
-$(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
+$(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/$*:v1 -entrypoint /$* $<=/$*
 
@@ -122,3 +123,15 @@ $(CLUSTER_IMAGES)/prometheus-adapter.tar: $(CLUSTER_BIN)/prometheus-adapter $(CL
 
 cluster-monitoring-bins: $(CLUSTER_BIN)/prometheus.version $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version
 cluster-monitoring-images: $(CLUSTER_IMAGES)/prometheus.tar $(CLUSTER_IMAGES)/prometheus-adapter.tar
+
+# This project's two images, built from this tree every time (go build is
+# incremental); project.sh tags them by content and imports them.
+cluster-project-bins:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLUSTER_BIN)/event-forwarding-proxy ./cmd/proxy
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLUSTER_BIN)/event-forwarding-mtping ./cmd/mtping
+
+# The end-to-end scenarios (test/cluster/e2e) on the cluster cluster-up
+# makes (or finds running); -v so a failing run's log tells why.
+.PHONY: e2e-cluster
+e2e-cluster: cluster-up ## end-to-end scenarios on the one-node cluster
+	$(GO) test -tags cluster -count=1 -timeout 60m -v ./test/cluster/e2e/ 2>&1 | tee $(CURDIR)/.cache/cluster/e2e.log; exit $${PIPESTATUS[0]}

@@ -1,0 +1,186 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+)
+
+const fieldManager = "event-forwarding-e2e"
+
+var (
+	ksvcGVR       = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+	pingSourceGVR = schema.GroupVersionResource{Group: "sources.knative.dev", Version: "v1", Resource: "pingsources"}
+)
+
+// newNamespace creates a namespace of the test's own, deleted when the
+// test ends; on failure its pods' logs are written to the test log first.
+func newNamespace(ctx context.Context, t *testing.T, prefix string) string {
+	t.Helper()
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	name := fmt.Sprintf("e2e-%s-%s", prefix, hex.EncodeToString(suffix))
+	_, err := cluster.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{"app.kubernetes.io/part-of": "event-forwarding-e2e"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if t.Failed() {
+			dumpLogs(ctx, t, name, "")
+		}
+		_ = cluster.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// dumpLogs writes the last lines of every container's log of the pods in
+// namespace (matching selector) to the test log.
+func dumpLogs(ctx context.Context, t *testing.T, namespace, selector string) {
+	t.Helper()
+	pods, err := cluster.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Logf("logs of %s: %v", namespace, err)
+		return
+	}
+	tail := int64(40)
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			b, err := cluster.kube.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			if err != nil {
+				t.Logf("--- %s/%s %s: %v", namespace, p.Name, c.Name, err)
+				continue
+			}
+			t.Logf("--- %s/%s %s:\n%s", namespace, p.Name, c.Name, b)
+		}
+	}
+}
+
+// apply server-side applies every document of manifest (YAML, with
+// {{NAMESPACE}} replaced by namespace).
+func apply(ctx context.Context, t *testing.T, namespace, manifest string) {
+	t.Helper()
+	manifest = strings.ReplaceAll(manifest, "{{NAMESPACE}}", namespace)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			t.Fatalf("manifest: %v", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		body, err := obj.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		force := true
+		_, err = cluster.dynamic.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
+		if err != nil {
+			t.Fatalf("apply %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+	}
+}
+
+// waitReady waits for the Ready condition of a Knative object.
+func waitReady(ctx context.Context, t *testing.T, gvr schema.GroupVersionResource, namespace, name string, within time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	var last *unstructured.Unstructured
+	eventually(t, within, time.Second, func() string {
+		return fmt.Sprintf("%s %s/%s Ready: %v", gvr.Resource, namespace, name, conditions(last))
+	}, func() bool {
+		u, err := cluster.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		last = u
+		return conditionTrue(u, "Ready")
+	})
+	return last
+}
+
+func conditions(u *unstructured.Unstructured) []any {
+	if u == nil {
+		return nil
+	}
+	c, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	return c
+}
+
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	for _, c := range conditions(u) {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// proxyToken is a token of a service account of namespace with the
+// proxy's audience, as the adapter presents it in Kn-Forward-Authorization.
+func proxyToken(ctx context.Context, t *testing.T, namespace string) string {
+	t.Helper()
+	const sa = "e2e-caller"
+	_, err := cluster.kube.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ttl := int64(3600)
+	tr, err := cluster.kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{proxyAudience}, ExpirationSeconds: &ttl},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s/%s: %v", namespace, sa, err)
+	}
+	return tr.Status.Token
+}

@@ -1,0 +1,307 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The seed scenario, compressed in time: more PingSources than the
+// threshold, each firing every 10 s, to a sink that holds each call 100 s.
+// At the steady state the proxy holds sources x 10 calls; 130 sources make
+// 1,300, more than the 2 x 600 the default profile's min-scale pods target,
+// and less than their 2 x 900 admission limit.
+const (
+	seedSources   = 130
+	seedThreshold = "100"
+	seedSchedule  = "*/10 * * * * *"
+	seedHold      = 100 * time.Second
+	seedLoad      = 4 * time.Minute // firing, after every source is Ready
+	adapterPort   = 9090            // the adapter's /metrics
+	proxyMetrics  = 9095            // the proxy's /metrics in its pods
+)
+
+const seedSourceManifest = `
+apiVersion: sources.knative.dev/v1
+kind: PingSource
+metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
+spec:
+  schedule: "` + seedSchedule + `"
+  contentType: application/json
+  data: '{"seed":"{{NAME}}"}'
+  sink:
+    ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
+    uri: /seed?hold=100s
+`
+
+// TestSeedScenario runs the seed scenario on the default install: the
+// adapter switches to the proxy, the proxy scales out on the calls it holds
+// and back in, a proxy pod that leaves with calls held finishes them, and
+// every event reaches its sink exactly once.
+func TestSeedScenario(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "seed")
+	s := newSink(ctx, t, ns)
+	setThreshold(ctx, t, seedThreshold)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(context.Background(), t, systemNamespace, "serving.knative.dev/service="+proxyService)
+			dumpLogs(context.Background(), t, systemNamespace, "sources.knative.dev/role=adapter")
+		}
+	})
+	adapters := adapterPods(ctx, t)
+	before := senderCounts(ctx, t, adapters)
+
+	start := time.Now()
+	for i := range seedSources {
+		m := strings.ReplaceAll(seedSourceManifest, "{{NAME}}", fmt.Sprintf("seed-%03d", i))
+		apply(ctx, t, ns, m)
+	}
+	for i := range seedSources {
+		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("seed-%03d", i), 2*time.Minute)
+	}
+	t.Logf("%d PingSources Ready after %v", seedSources, time.Since(start).Round(time.Second))
+
+	// Load: watch the proxy's pods and held calls while the sources fire.
+	w := watchProxy(ctx, t, seedLoad)
+	t.Logf("load %v: ready proxy pods %d at first, at most %d; held calls at most %.0f; first pod beyond min-scale ready %v after the first held call",
+		seedLoad, w.firstPods, w.maxPods, w.maxHeld, w.scaleOutAfter)
+	if w.maxPods <= 2 {
+		t.Errorf("the proxy never scaled out past min-scale 2 (held calls at most %.0f)", w.maxHeld)
+	}
+
+	// A pod that leaves with calls held: delete one (as a scale-in does)
+	// and check below that none of its calls was cut.
+	victim, held := busiestProxyPod(ctx, t)
+	t.Logf("deleting proxy pod %s holding %.0f calls", victim, held)
+	if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stop the load; every call the sink holds ends within seedHold.
+	for i := range seedSources {
+		name := fmt.Sprintf("seed-%03d", i)
+		if err := cluster.dynamic.Resource(pingSourceGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+	}
+	var rs []record
+	eventually(t, seedHold+2*time.Minute, 5*time.Second, func() string { return fmt.Sprintf("%d records, some still held", len(rs)) }, func() bool {
+		rs = s.records(ctx, t)
+		for _, r := range rs {
+			if r.Outcome == "held" {
+				return false
+			}
+		}
+		return true
+	})
+	after := senderCounts(ctx, t, adapterPods(ctx, t))
+	checkAccounted(t, rs, ns, before, after, adapters)
+
+	// Back in: the HPA's default five minutes of stabilization, then down to
+	// min-scale.
+	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", countReady(ctx, t)) }, func() bool {
+		return countReady(ctx, t) == 2 && len(podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService)) == 2
+	})
+	t.Logf("back to 2 proxy pods %v after the load stopped", time.Since(start.Add(seedLoad)).Round(time.Second))
+}
+
+// setThreshold sets event-forwarding-threshold for the test, restoring the
+// value it had afterwards.
+func setThreshold(ctx context.Context, t *testing.T, v string) {
+	t.Helper()
+	cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, had := cm.Data["event-forwarding-threshold"]
+	patch := func(v any) {
+		b, _ := json.Marshal(map[string]any{"data": map[string]any{"event-forwarding-threshold": v}})
+		if _, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Patch(context.Background(), forwardingCM, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+			t.Errorf("threshold: %v", err)
+		}
+	}
+	patch(v)
+	t.Cleanup(func() {
+		if had {
+			patch(old)
+		} else {
+			patch(nil)
+		}
+	})
+}
+
+func adapterPods(ctx context.Context, t *testing.T) []corev1.Pod {
+	t.Helper()
+	var out []corev1.Pod
+	for _, p := range podsOf(ctx, t, systemNamespace, "sources.knative.dev/role=adapter") {
+		if ready(p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no ready adapter pod")
+	}
+	return out
+}
+
+// senderCounts are the adapter's sends by route/outcome and fallbacks,
+// summed over its pods, keyed by pod name then counter.
+type counts map[string]map[string]float64
+
+func senderCounts(ctx context.Context, t *testing.T, pods []corev1.Pod) counts {
+	t.Helper()
+	out := counts{}
+	for _, p := range pods {
+		f := scrape(ctx, t, p, adapterPort)
+		c := map[string]float64{"fallbacks": sum(f, "kn_forward_sender_fallbacks_total", nil)}
+		for _, route := range []string{"direct", "proxy"} {
+			for _, outcome := range []string{"delivered", "failed"} {
+				c[route+"/"+outcome] = sum(f, "kn_forward_sender_sends_total", map[string]string{"route": route, "outcome": outcome})
+			}
+		}
+		out[p.Name] = c
+	}
+	return out
+}
+
+// checkAccounted checks every event the adapter sent during the test
+// arrived at the sink exactly once, and none went direct for want of room.
+func checkAccounted(t *testing.T, rs []record, ns string, before, after counts, adapters []corev1.Pod) {
+	t.Helper()
+	delta := map[string]float64{}
+	for pod, c := range after {
+		b, ok := before[pod]
+		if !ok {
+			t.Errorf("adapter pod %s was not there at the start: its counts started during the test", pod)
+		}
+		for k, v := range c {
+			delta[k] += v - b[k]
+		}
+	}
+	if len(after) != len(adapters) {
+		t.Errorf("adapter pods changed during the test: %d then %d", len(adapters), len(after))
+	}
+	ids := map[string]int{}
+	canceled := 0
+	for _, r := range rs {
+		if !strings.HasPrefix(r.Source, "/apis/v1/namespaces/"+ns+"/pingsources/") {
+			continue
+		}
+		ids[r.ID]++
+		if r.Outcome != "answered" {
+			canceled++
+		}
+	}
+	dups := 0
+	for _, n := range ids {
+		if n > 1 {
+			dups++
+		}
+	}
+	sent := delta["direct/delivered"] + delta["proxy/delivered"]
+	t.Logf("adapter sends: %v; sink: %d events, %d ids twice, %d not answered", delta, len(ids), dups, canceled)
+	if dups > 0 || canceled > 0 {
+		t.Errorf("%d events arrived more than once, %d were cut", dups, canceled)
+	}
+	if delta["fallbacks"] > 0 || delta["proxy/failed"] > 0 || delta["direct/failed"] > 0 {
+		t.Errorf("fallbacks %v, failed sends %v (proxy) %v (direct)", delta["fallbacks"], delta["proxy/failed"], delta["direct/failed"])
+	}
+	if float64(len(ids)) != sent {
+		t.Errorf("the sink got %d events, the adapter delivered %v", len(ids), sent)
+	}
+	if delta["proxy/delivered"] == 0 {
+		t.Error("nothing went through the proxy")
+	}
+}
+
+// proxyWatch is what watchProxy saw.
+type proxyWatch struct {
+	firstPods, maxPods int
+	maxHeld            float64
+	scaleOutAfter      time.Duration // from the first held call to the third ready pod
+}
+
+// watchProxy polls the proxy's ready pods and their held calls every 5 s
+// for d.
+func watchProxy(ctx context.Context, t *testing.T, d time.Duration) proxyWatch {
+	t.Helper()
+	var w proxyWatch
+	var firstHeld time.Time
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		pods, held := 0, 0.0
+		for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+			if ready(p) {
+				pods++
+				held += sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil)
+			}
+		}
+		if w.firstPods == 0 {
+			w.firstPods = pods
+		}
+		if held > 0 && firstHeld.IsZero() {
+			firstHeld = time.Now()
+		}
+		if pods > 2 && w.scaleOutAfter == 0 && !firstHeld.IsZero() {
+			w.scaleOutAfter = time.Since(firstHeld).Round(time.Second)
+		}
+		w.maxPods = max(w.maxPods, pods)
+		w.maxHeld = max(w.maxHeld, held)
+		time.Sleep(5 * time.Second)
+	}
+	return w
+}
+
+func busiestProxyPod(ctx context.Context, t *testing.T) (string, float64) {
+	t.Helper()
+	name, most := "", -1.0
+	for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+		if ready(p) {
+			if held := sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil); held > most {
+				name, most = p.Name, held
+			}
+		}
+	}
+	if name == "" {
+		t.Fatal("no ready proxy pod")
+	}
+	return name, most
+}
+
+func countReady(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+		if ready(p) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,133 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// sinkManifest is a Knative Service of test/cluster/e2esink, on exactly
+// one pod (its records are in memory), with no concurrency limit (it holds
+// many calls) and a timeout above the proxy's.
+const sinkManifest = `
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: e2esink, namespace: "{{NAMESPACE}}"}
+spec:
+  template:
+    metadata:
+      annotations:
+        autoscaling.knative.dev/min-scale: "1"
+        autoscaling.knative.dev/max-scale: "1"
+    spec:
+      containerConcurrency: 0
+      timeoutSeconds: 600
+      responseStartTimeoutSeconds: 600
+      containers:
+      - image: dev.local/e2esink:v1
+        imagePullPolicy: IfNotPresent
+        ports: [{containerPort: 8080}]
+        resources: {requests: {cpu: 10m, memory: 32Mi}}
+        securityContext:
+          runAsNonRoot: true
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
+          seccompProfile: {type: RuntimeDefault}
+`
+
+// sink is an e2esink Service in a test's namespace.
+type sink struct {
+	namespace string
+	// URL is its cluster-local address, what a source names as its sink.
+	URL string
+}
+
+// record is what e2esink keeps of a request (test/cluster/e2esink).
+type record struct {
+	Seq            int       `json:"seq"`
+	Time           time.Time `json:"time"`
+	Method         string    `json:"method"`
+	Path           string    `json:"path"`
+	Proto          string    `json:"proto"`
+	ID             string    `json:"id"`
+	Source         string    `json:"source"`
+	Type           string    `json:"type"`
+	EventTime      string    `json:"eventTime"`
+	ContentType    string    `json:"contentType"`
+	BodySHA256     string    `json:"bodySha256"`
+	BodyBytes      int       `json:"bodyBytes"`
+	TokenAudience  string    `json:"tokenAudience"`
+	ForwardHeaders []string  `json:"forwardHeaders"`
+	Outcome        string    `json:"outcome"`
+}
+
+func newSink(ctx context.Context, t *testing.T, namespace string) *sink {
+	t.Helper()
+	apply(ctx, t, namespace, sinkManifest)
+	waitReady(ctx, t, ksvcGVR, namespace, "e2esink", 3*time.Minute)
+	return &sink{namespace: namespace, URL: fmt.Sprintf("http://e2esink.%s.svc.cluster.local", namespace)}
+}
+
+// records returns every request the sink's pod recorded, read from the
+// pod's own port (not through Knative, so reading changes no count).
+func (s *sink) records(ctx context.Context, t *testing.T) []record {
+	t.Helper()
+	var ip string
+	for _, p := range podsOf(ctx, t, s.namespace, "serving.knative.dev/service=e2esink") {
+		if ready(p) {
+			ip = p.Status.PodIP
+		}
+	}
+	if ip == "" {
+		t.Fatalf("no ready e2esink pod in %s", s.namespace)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+":8080/records", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("records: %v", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Records []record `json:"records"`
+		Dropped int      `json:"dropped"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("records: %v", err)
+	}
+	if out.Dropped > 0 {
+		t.Fatalf("the sink dropped %d records", out.Dropped)
+	}
+	return out.Records
+}
+
+// byID returns the records whose event id is id.
+func byID(rs []record, id string) []record {
+	var out []record
+	for _, r := range rs {
+		if r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
