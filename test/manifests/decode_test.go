@@ -17,14 +17,19 @@ limitations under the License.
 package manifests
 
 import (
+	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
+	"sigs.k8s.io/yaml"
+
+	"knative.dev/event-forwarding-proxy/config"
 )
 
 // clusterScoped are the kinds config/ may hold that have no namespace.
@@ -90,6 +95,10 @@ func TestRequiredObjects(t *testing.T) {
 	}
 }
 
+// TestEventForwardingConfigMap checks the shipped ConfigMap sets no key
+// (so re-applying config/ never resets an operator's value), that it reads
+// as forwarding off with the default threshold, and that its _example
+// block names every key with its default.
 func TestEventForwardingConfigMap(t *testing.T) {
 	d := find(t, loadConfig(t), "config/300-config-event-forwarding.yaml",
 		corev1.SchemeGroupVersion.WithKind("ConfigMap"), "config-event-forwarding")
@@ -98,23 +107,27 @@ func TestEventForwardingConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := obj.(*corev1.ConfigMap)
-	tests := []struct {
-		name string
-		key  string
-		want string
-	}{
-		{name: "off until an operator names the proxy", key: "event-forwarding-proxy", want: ""},
-		{name: "threshold", key: "event-forwarding-threshold", want: "500"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := cm.Data[tc.key]
-			if !ok || got != tc.want {
-				t.Errorf("data[%q] = %q (present: %v), want %q", tc.key, got, ok, tc.want)
-			}
-		})
-	}
 	if cm.Namespace != "knative-eventing" {
 		t.Errorf("namespace = %q, want knative-eventing", cm.Namespace)
+	}
+	for k := range cm.Data {
+		if k != "_example" {
+			t.Errorf("data sets %q: re-applying config/ would reset an operator's value", k)
+		}
+	}
+	shipped, err := config.NewForwardingFromMap(cm.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shipped.Enabled() || shipped.Threshold != config.DefaultForwardingThreshold {
+		t.Errorf("the shipped ConfigMap reads as %v, want off with threshold %d", shipped, config.DefaultForwardingThreshold)
+	}
+	var example map[string]string
+	if err := yaml.UnmarshalStrict([]byte(cm.Data["_example"]), &example); err != nil {
+		t.Fatalf("_example: %v", err)
+	}
+	want := map[string]string{config.ForwardingProxyKey: "", config.ForwardingThresholdKey: strconv.Itoa(config.DefaultForwardingThreshold)}
+	if diff := cmp.Diff(want, example); diff != "" {
+		t.Errorf("_example (-want +got):\n%s", diff)
 	}
 }

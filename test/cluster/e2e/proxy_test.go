@@ -21,6 +21,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -58,9 +59,18 @@ func (a answer) reason() string { return a.Header.Get("Kn-Forward-Error") }
 // headers names it, even as "").
 func forward(ctx context.Context, t *testing.T, destination string, headers map[string]string, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+proxyHost+"/", strings.NewReader(string(body)))
+	a, err := tryForward(ctx, destination, headers, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return a
+}
+
+// tryForward is forward for other goroutines than the test's.
+func tryForward(ctx context.Context, destination string, headers map[string]string, body []byte) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+proxyHost+"/", strings.NewReader(string(body)))
+	if err != nil {
+		return answer{}, err
 	}
 	if _, ok := headers["Kn-Forward-To"]; !ok {
 		req.Header.Set("Kn-Forward-To", destination)
@@ -72,14 +82,14 @@ func forward(ctx context.Context, t *testing.T, destination string, headers map[
 	}
 	resp, err := viaIngress.Do(req)
 	if err != nil {
-		t.Fatalf("POST via the ingress: %v", err)
+		return answer{}, fmt.Errorf("POST via the ingress: %w", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
+		return answer{}, fmt.Errorf("reading the answer: %w", err)
 	}
-	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 // proxyError is the JSON body of an answer the proxy made itself.

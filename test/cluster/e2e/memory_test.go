@@ -1,0 +1,137 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// heldCalls is how many calls TestMemoryPerHeldCall holds at once, spread
+// over the proxy's min-scale pods: well inside their admission limit.
+const (
+	heldCalls = 600
+	heldFor   = 90 * time.Second
+)
+
+// TestMemoryPerHeldCall holds heldCalls calls in the proxy, sync then
+// async, and reports what each costs per pod in the proxy container and
+// in queue-proxy beside it (the kubelet's working-set figures), and in the
+// activator. It checks every call ended as it should; the figures are
+// reported, for docs/benchmarks.md.
+func TestMemoryPerHeldCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "memory")
+	s := newSink(ctx, t, ns)
+	auth := "Bearer " + proxyToken(ctx, t, ns)
+
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			idle := workingSets(ctx, t)
+			var wg sync.WaitGroup
+			statuses := make([]int, heldCalls)
+			for i := range heldCalls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					h := map[string]string{"Kn-Forward-Authorization": auth, "Ce-Specversion": "1.0", "Ce-Id": fmt.Sprintf("%s-%d", mode, i),
+						"Ce-Source": "/e2e/memory", "Ce-Type": "e2e.memory", "Content-Type": "application/json"}
+					if mode == "async" {
+						h["Prefer"] = "respond-async"
+					}
+					a, err := tryForward(ctx, fmt.Sprintf("%s/%s?hold=%s", s.URL, mode, heldFor), h, []byte(`{"held":true}`))
+					if err != nil {
+						t.Errorf("call %d: %v", i, err)
+					}
+					statuses[i] = a.Status
+				}()
+			}
+			// Held: every call at the sink.
+			eventually(t, heldFor/2, time.Second, func() string { return "calls not all at the sink" }, func() bool {
+				n := 0
+				for _, r := range s.records(ctx, t) {
+					if r.Path == fmt.Sprintf("/%s?hold=%s", mode, heldFor) && r.Outcome == "held" {
+						n++
+					}
+				}
+				return n == heldCalls
+			})
+			held := workingSets(ctx, t)
+			for _, c := range []string{"proxy", "queue-proxy", "activator"} {
+				t.Logf("%s, %d calls held: %s %.1f KB per call (%.1f -> %.1f MiB over its pods)", mode, heldCalls, c,
+					(held[c]-idle[c])/heldCalls/1000, idle[c]/(1<<20), held[c]/(1<<20))
+			}
+			wg.Wait()
+			want := http.StatusOK
+			if mode == "async" {
+				want = http.StatusAccepted
+			}
+			for i, st := range statuses {
+				if st != want {
+					t.Errorf("call %d: %d, want %d", i, st, want)
+				}
+			}
+		})
+	}
+}
+
+// workingSets sums the kubelet's container_memory_working_set_bytes of the
+// proxy's containers (by container name) and of the activator.
+func workingSets(ctx context.Context, t *testing.T) map[string]float64 {
+	t.Helper()
+	nodes, err := cluster.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, n := range nodes.Items {
+		b, err := cluster.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy/metrics/resource").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("kubelet metrics: %v", err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("kubelet metrics: %v", err)
+		}
+		for _, m := range families["container_memory_working_set_bytes"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch {
+			case l["namespace"] == systemNamespace && (l["container"] == "proxy" || l["container"] == "queue-proxy") && len(l["pod"]) > len(proxyService) && l["pod"][:len(proxyService)] == proxyService:
+				out[l["container"]] += m.GetGauge().GetValue()
+			case l["namespace"] == "knative-serving" && l["container"] == "activator":
+				out["activator"] += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}

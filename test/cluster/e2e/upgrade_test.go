@@ -1,0 +1,192 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// repoRoot is the repository root, seen from this package's directory.
+const repoRoot = "../../.."
+
+const upgradeSourceManifest = `
+apiVersion: sources.knative.dev/v1
+kind: PingSource
+metadata: {name: upgrade, namespace: "{{NAMESPACE}}"}
+spec:
+  schedule: "*/5 * * * * *"
+  data: '{"upgrade":true}'
+  sink:
+    ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
+    uri: /upgrade
+`
+
+// TestUpgradeRollbackUninstall does what docs/mtping.md tells an operator
+// for an Eventing upgrade, the way back to upstream's adapter and the
+// uninstall, checking after each step what the docs say happens and that
+// the PingSource keeps firing; then installs the project again.
+func TestUpgradeRollbackUninstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "upgrade")
+	s := newSink(ctx, t, ns)
+	apply(ctx, t, ns, upgradeSourceManifest)
+	waitReady(ctx, t, pingSourceGVR, ns, "upgrade", 2*time.Minute)
+	t.Cleanup(func() {
+		// Whatever happened, leave the project installed for the next run.
+		if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
+			t.Errorf("reinstall: %v\n%s", err, out)
+		}
+	})
+	firing := func(t *testing.T, step string) {
+		t.Helper()
+		from := len(s.records(ctx, t))
+		eventually(t, 3*time.Minute, time.Second, func() string { return step + ": the PingSource stopped firing" }, func() bool {
+			return len(s.records(ctx, t)) >= from+3
+		})
+	}
+	firing(t, "installed")
+
+	t.Run("Eventing upgrade", func(t *testing.T) {
+		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
+		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		firing(t, "after the upgrade, upstream's adapter")
+		// What the docs say to do next: apply config/ again.
+		install(t)
+		waitAdapter(ctx, t, "dev.local/event-forwarding-mtping:", "event-forwarding-pingsource-adapter", 2)
+		cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Data["event-forwarding-proxy"] != "http://"+proxyHost {
+			t.Errorf("forwarding setting after re-applying config/: %q", cm.Data["event-forwarding-proxy"])
+		}
+		firing(t, "after config/ again")
+	})
+
+	t.Run("the way back", func(t *testing.T) {
+		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
+		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		firing(t, "upstream's adapter")
+	})
+
+	t.Run("uninstall", func(t *testing.T) {
+		for _, args := range uninstallCommands() {
+			if out, err := kubectl(args...); err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		eventually(t, 2*time.Minute, 2*time.Second, func() string { return "the proxy Service is still there" }, func() bool {
+			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
+			return err != nil
+		})
+		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		firing(t, "after the uninstall")
+	})
+}
+
+// uninstallCommands are docs/mtping.md's uninstall, as kubectl arguments.
+func uninstallCommands() [][]string {
+	return [][]string{
+		{"-n", systemNamespace, "delete", "ksvc", proxyService, "--ignore-not-found"},
+		{"-n", systemNamespace, "delete", "configmap", forwardingCM, "event-forwarding-pingsource-adapter", "--ignore-not-found"},
+		{"-n", systemNamespace, "delete", "serviceaccount", "event-forwarding-proxy", "event-forwarding-pingsource-adapter", "--ignore-not-found"},
+		{"-n", systemNamespace, "delete", "role,rolebinding", "-l", "app.kubernetes.io/name=event-forwarding-proxy"},
+		{"delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/name=event-forwarding-proxy"},
+		{"-n", "monitoring", "delete", "configmap", "event-forwarding-prometheus-adapter", "--ignore-not-found"},
+	}
+}
+
+// upstreamEventing returns files of Eventing's release YAML (from the
+// eventing module this project builds against), images resolved to the
+// dev.local images the cluster runs, as one stream.
+func upstreamEventing(t *testing.T, files ...string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "knative.dev/eventing").Output()
+	if err != nil {
+		t.Fatalf("the eventing module: %v", err)
+	}
+	version, err := os.ReadFile(filepath.Join(repoRoot, ".cache/cluster/bin/eventing.version"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "core")
+	var b strings.Builder
+	for _, f := range files {
+		y, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return strings.ReplaceAll(b.String(), "ko://knative.dev/eventing/cmd/mtping", "dev.local/eventing-mtping:"+strings.TrimSpace(string(version)))
+}
+
+// kubectl runs the cluster's kubectl, as an operator would.
+func kubectl(args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(repoRoot, ".cache/cluster/bin/kubectl"), append([]string{"--kubeconfig", filepath.Join(repoRoot, ".cache/cluster/kubeconfig")}, args...)...)
+	return cmd.CombinedOutput()
+}
+
+func kubectlApply(t *testing.T, manifest string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, ".cache/cluster/bin/kubectl"), "--kubeconfig", filepath.Join(repoRoot, ".cache/cluster/kubeconfig"), "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}
+
+// install applies config/ as docs/install.md says (test/cluster/project.sh).
+func install(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+}
+
+// waitAdapter waits until the adapter's Deployment runs image (a prefix)
+// as account with replicas ready replicas.
+func waitAdapter(ctx context.Context, t *testing.T, image, account string, replicas int32) {
+	t.Helper()
+	var last string
+	eventually(t, 3*time.Minute, time.Second, func() string { return "adapter: " + last }, func() bool {
+		d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, adapterName, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		last = fmt.Sprintf("image %s, account %s, %d/%d ready, updated %d", c.Image, d.Spec.Template.Spec.ServiceAccountName,
+			d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas)
+		return strings.HasPrefix(c.Image, image) && d.Spec.Template.Spec.ServiceAccountName == account &&
+			*d.Spec.Replicas == replicas && d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas &&
+			d.Status.Replicas == replicas
+	})
+}
