@@ -43,8 +43,8 @@ cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins
 $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$*
 
-$(CLUSTER_BIN)/coredns: $(COREDNS_MOD)
-	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ github.com/coredns/coredns
+$(CLUSTER_BIN)/coredns: $(COREDNS_MOD) test/cluster/coredns/main.go
+	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ .
 $(CLUSTER_BIN)/coredns.version: $(COREDNS_MOD)
 	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
 
