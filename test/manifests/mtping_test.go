@@ -61,6 +61,17 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if len(c.Env) != 0 {
 		t.Errorf("the manifest sets env %v: the controller replaces it", c.Env)
 	}
+	// Before the controller's first reconcile the adapter has only the
+	// ConfigMap, and the variable a linked package of Eventing's sets when
+	// it is unset (knative.dev/pkg/system/testing).
+	firstEnv := effectiveEnv(t, d, settings)
+	if _, ok := firstEnv["SYSTEM_NAMESPACE"]; !ok {
+		firstEnv["SYSTEM_NAMESPACE"] = "knative-testing"
+	}
+	first, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := firstEnv[k]; return v, ok })
+	if err != nil || first.SystemNamespace != d.Namespace {
+		t.Errorf("before the controller: system namespace %q (%v), want %q", first.SystemNamespace, err, d.Namespace)
+	}
 	// The reconciler's own list, with the values it computes in a cluster.
 	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1})
 
