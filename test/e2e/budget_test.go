@@ -30,8 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestMemoryBudgetBinary: async events of 4 MiB to a destination that
@@ -72,13 +71,7 @@ func TestMemoryBudgetBinary(t *testing.T) {
 	// fails is a sample missed; the last one, below, must succeed).
 	var peak atomic.Int64
 	sample := func() {
-		resp, err := http.Get(p.MetricsURL)
-		if err != nil {
-			return
-		}
-		defer resp.Body.Close()
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(resp.Body)
+		fams, err := testproc.Scrape(p.MetricsURL)
 		if err != nil {
 			return
 		}
