@@ -89,7 +89,7 @@ type Stream struct {
 // Dial connects to addr and sends the client preface, nothing more.
 func Dial(t testing.TB, addr string) *Client {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, Wait)
+	nc, err := (&net.Dialer{Timeout: Wait}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

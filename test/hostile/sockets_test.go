@@ -172,7 +172,7 @@ func slowHeaders(t *testing.T, a *arena) {
 		wg.Go(func() {
 			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
-			for i := 0; i < len(head); i++ {
+			for i := range len(head) {
 				select {
 				case <-done:
 					return
