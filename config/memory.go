@@ -50,6 +50,33 @@ func parseMemoryLimit(s string) int64 {
 	return n
 }
 
+// How the proxy's defaults share a container's memory limit (see
+// docs/operations.md, "Sizing a pod"): heldCallsPercent sizes
+// FORWARD_MAX_INFLIGHT at bytesPerHeldCall per call, memoryBudgetPercent
+// is FORWARD_MEMORY_BUDGET_BYTES, the headers and async bodies the calls
+// keep. The rest, a fifth, is the Go runtime and the garbage between two
+// collections; GOMEMLIMIT at 90 % of the limit makes the collector work
+// harder before the kernel's OOM killer acts.
+const (
+	heldCallsPercent    = 50
+	memoryBudgetPercent = 30
+)
+
+// noLimitMemoryBudget is the memory budget of a process with no memory
+// limit.
+const noLimitMemoryBudget = 256 << 20
+
+// DefaultMemoryBudget sizes the memory budget of a container limited to
+// memLimit bytes: memoryBudgetPercent of it. Without a limit (zero or
+// negative) it is 256 MiB.
+func DefaultMemoryBudget(memLimit int64) int64 {
+	if memLimit <= 0 {
+		return noLimitMemoryBudget
+	}
+	// Clamp first so that the product cannot overflow.
+	return min(memLimit, 1<<60) / 100 * memoryBudgetPercent
+}
+
 // ProxyGODEBUG is the Go runtime setting the proxy runs with in its
 // manifests (the GODEBUG variable): goroutines start with the smallest
 // stack instead of the running average the runtime measures. A held call's

@@ -97,23 +97,48 @@ func TestDefaultMaxInflight(t *testing.T) {
 		{name: "no limit", memLimit: 0, want: 10000},
 		{name: "negative", memLimit: -1, want: 10000},
 		{name: "tiny", memLimit: 1 << 20, want: 100},
-		{name: "just below the floor", memLimit: 5461333, want: 100},
-		{name: "at the floor", memLimit: 5461334, want: 100},
-		{name: "above the floor", memLimit: 8 << 20, want: 153},
-		// 60 % of 1 GiB at 32 KiB per held call: 1073741824*6/10/32768.
-		{name: "1 GiB", memLimit: 1 << 30, want: 19660},
-		{name: "2 GiB", memLimit: 2 << 30, want: 39321},
-		{name: "just below the ceiling", memLimit: 5461333333, want: 99999},
-		{name: "at the ceiling", memLimit: 5461333334, want: 100000},
+		{name: "just below the floor", memLimit: 6553599, want: 100},
+		{name: "at the floor", memLimit: 6553600, want: 100},
+		{name: "above the floor", memLimit: 8 << 20, want: 128},
+		// 50 % of 1 GiB at 32 KiB per held call: 1073741824*50/100/32768.
+		{name: "1 GiB", memLimit: 1 << 30, want: 16384},
+		{name: "2 GiB", memLimit: 2 << 30, want: 32768},
+		{name: "just below the ceiling", memLimit: 6553599999, want: 99999},
+		{name: "at the ceiling", memLimit: 6553600000, want: 100000},
 		{name: "huge", memLimit: 1 << 40, want: 100000},
 		// Regression: memLimit*6 overflowed int64 and gave the floor.
 		{name: "past int64/6", memLimit: math.MaxInt64/6 + 1, want: 100000},
+		{name: "past int64/50", memLimit: math.MaxInt64/50 + 1, want: 100000},
 		{name: "largest", memLimit: math.MaxInt64, want: 100000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := DefaultMaxInflight(tt.memLimit); got != tt.want {
 				t.Errorf("DefaultMaxInflight(%d) = %d, want %d", tt.memLimit, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultMemoryBudget(t *testing.T) {
+	tests := []struct {
+		name     string
+		memLimit int64
+		want     int64
+	}{
+		{name: "no limit", memLimit: 0, want: 256 << 20},
+		{name: "negative", memLimit: -1, want: 256 << 20},
+		// 30 % of the limit: 134217728/100*30.
+		{name: "128 MiB", memLimit: 128 << 20, want: 40265310},
+		{name: "1 GiB", memLimit: 1 << 30, want: 322122540},
+		{name: "one byte", memLimit: 1, want: 0},
+		{name: "at the clamp", memLimit: 1 << 60, want: (1 << 60) / 100 * 30},
+		{name: "largest", memLimit: math.MaxInt64, want: (1 << 60) / 100 * 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultMemoryBudget(tt.memLimit); got != tt.want {
+				t.Errorf("DefaultMemoryBudget(%d) = %d, want %d", tt.memLimit, got, tt.want)
 			}
 		})
 	}

@@ -75,6 +75,14 @@ type Proxy struct {
 	// unset, a tenth of MaxInflight.
 	TenantReserve int
 
+	// MemoryBudgetBytes bounds the bytes the calls held keep that grow
+	// with what callers send: every call's request headers, and the body
+	// of every async call until its delivery ends
+	// (FORWARD_MEMORY_BUDGET_BYTES). A call that does not fit gets 503
+	// overloaded. If unset, DefaultMemoryBudget of the memory limit, at
+	// least MaxEventBytes + MaxHeaderBytes; set, it may not be less.
+	MemoryBudgetBytes int64
+
 	// MaxEventBytes is the largest request body forwarded
 	// (FORWARD_MAX_EVENT_BYTES); if unset, 4 MiB.
 	MaxEventBytes int64
@@ -199,19 +207,22 @@ type Proxy struct {
 	MaxConnections int
 }
 
-// bytesPerHeldCall is the memory budgeted for one held call when sizing
-// MaxInflight from the memory limit (see docs/benchmarks.md).
+// bytesPerHeldCall is what a held call costs before its headers and body
+// when sizing MaxInflight from the memory limit: the most measured, with
+// HTTP/1.1 on both sides (30.6-38.1 KB; over h2c 5.3-10.1 KB, see
+// docs/benchmarks.md).
 const bytesPerHeldCall = 32 << 10
 
 // DefaultMaxInflight sizes the admission limit from a memory limit in bytes:
-// 60 % of it at bytesPerHeldCall each, within [100, 100000]. Without a limit
-// (zero or negative) it is 10000.
+// heldCallsPercent of it at bytesPerHeldCall each, within [100, 100000].
+// Without a limit (zero or negative) it is 10000.
 func DefaultMaxInflight(memLimit int64) int {
 	if memLimit <= 0 {
 		return 10000
 	}
-	// Clamp first so that *6 cannot overflow; 1 PiB is far past the cap.
-	n := min(memLimit, 1<<50) * 6 / 10 / bytesPerHeldCall
+	// Clamp first so that the product cannot overflow; 1 PiB is far past
+	// the cap.
+	n := min(memLimit, 1<<50) * heldCallsPercent / 100 / bytesPerHeldCall
 	return int(min(max(n, 100), 100000))
 }
 
@@ -228,7 +239,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		DeniedCIDRs:            r.cidrs("FORWARD_DENIED_CIDRS"),
 		KubernetesAPI:          kubernetesAPI(lookup),
 		MaxInflight:            r.positiveInt("FORWARD_MAX_INFLIGHT", DefaultMaxInflight(memLimit)),
-		MaxEventBytes:          int64(r.positiveInt("FORWARD_MAX_EVENT_BYTES", 4<<20)),
+		MaxEventBytes:          r.positiveInt64("FORWARD_MAX_EVENT_BYTES", 4<<20),
 		MaxTimeout:             r.duration("FORWARD_MAX_TIMEOUT", 10*time.Minute),
 		MaxHeaderBytes:         r.positiveInt("FORWARD_MAX_HEADER_BYTES", 64<<10),
 		ReadHeaderTimeout:      r.duration("FORWARD_READ_HEADER_TIMEOUT", 10*time.Second),
@@ -265,10 +276,17 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 	c.MaxInflightPerTenant = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_TENANT", max(c.MaxInflight*3/4, 1))
 	c.TenantReserve = r.nonNegativeInt("FORWARD_TENANT_RESERVE", c.MaxInflight/10)
 	c.DrainTimeout = r.duration("FORWARD_DRAIN_TIMEOUT", c.MaxTimeout+15*time.Second)
+	// The largest call must fit in an empty budget, or its caller would be
+	// told to retry a call that can never be admitted.
+	largest := c.MaxEventBytes + int64(c.MaxHeaderBytes)
+	c.MemoryBudgetBytes = r.positiveInt64("FORWARD_MEMORY_BUDGET_BYTES", max(DefaultMemoryBudget(memLimit), largest))
 	if r.err != nil {
 		return nil, r.err
 	}
 	switch {
+	case c.MemoryBudgetBytes < largest:
+		return nil, fmt.Errorf("FORWARD_MEMORY_BUDGET_BYTES=%d is less than FORWARD_MAX_EVENT_BYTES=%d plus FORWARD_MAX_HEADER_BYTES=%d: the largest call would never be admitted",
+			c.MemoryBudgetBytes, c.MaxEventBytes, c.MaxHeaderBytes)
 	case c.MaxInflightPerDestination > c.MaxInflight:
 		return nil, fmt.Errorf("FORWARD_MAX_INFLIGHT_PER_DESTINATION=%d exceeds FORWARD_MAX_INFLIGHT=%d", c.MaxInflightPerDestination, c.MaxInflight)
 	case c.MaxInflightPerTenant > c.MaxInflight:
@@ -328,6 +346,20 @@ func (r *reader) intIn(name string, def, lowest, highest int) int {
 
 func (r *reader) positiveInt(name string, def int) int    { return r.int(name, def, 1) }
 func (r *reader) nonNegativeInt(name string, def int) int { return r.int(name, def, 0) }
+
+// positiveInt64 reads a count of bytes: a plain integer of at least 1.
+func (r *reader) positiveInt64(name string, def int64) int64 {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		r.fail(name, v, "want a number of bytes, an integer >= 1")
+		return def
+	}
+	return n
+}
 
 func (r *reader) port(name string, def int) int {
 	p := r.int(name, def, 1)

@@ -51,6 +51,7 @@ func defaults() Proxy {
 		MaxInflightPerDestination: 5000, // half
 		MaxInflightPerTenant:      7500, // three quarters
 		TenantReserve:             1000, // a tenth
+		MemoryBudgetBytes:         256 << 20,
 		MaxEventBytes:             4 << 20,
 		MaxTimeout:                10 * time.Minute,
 		MaxHeaderBytes:            64 << 10,
@@ -97,10 +98,23 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "defaults", want: func(*Proxy) {}},
 		{name: "empty values are unset", env: map[string]string{"PORT": "", "FORWARD_MAX_TIMEOUT": "  ", "FORWARD_ALLOWED_HOSTS": ""}, want: func(*Proxy) {}},
 		{name: "sized from 1 GiB", memLimit: 1 << 30, want: func(p *Proxy) {
-			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 19660, 9830, 14745, 1966
+			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 16384, 8192, 12288, 1638
+			p.MemoryBudgetBytes = 322122540
 		}},
 		{name: "FORWARD_MAX_INFLIGHT wins over the memory limit", memLimit: 1 << 30, env: map[string]string{"FORWARD_MAX_INFLIGHT": "400"}, want: func(p *Proxy) {
 			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 400, 200, 300, 40
+			p.MemoryBudgetBytes = 322122540
+		}},
+		{name: "FORWARD_MEMORY_BUDGET_BYTES wins over the memory limit", memLimit: 1 << 30, env: map[string]string{"FORWARD_MEMORY_BUDGET_BYTES": "67108864"}, want: func(p *Proxy) {
+			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 16384, 8192, 12288, 1638
+			p.MemoryBudgetBytes = 64 << 20
+		}},
+		{name: "FORWARD_MEMORY_BUDGET_BYTES exactly the largest call", env: map[string]string{"FORWARD_MEMORY_BUDGET_BYTES": "4259840"}, want: func(p *Proxy) {
+			p.MemoryBudgetBytes = 4<<20 + 64<<10
+		}},
+		{name: "a small memory limit's budget still takes the largest call", memLimit: 8 << 20, want: func(p *Proxy) {
+			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 128, 64, 96, 12
+			p.MemoryBudgetBytes = 4<<20 + 64<<10 // 30 % of 8 MiB is less
 		}},
 		{name: "FORWARD_MAX_INFLIGHT of one", env: map[string]string{"FORWARD_MAX_INFLIGHT": "1"}, want: func(p *Proxy) {
 			p.MaxInflight, p.MaxInflightPerDestination, p.MaxInflightPerTenant, p.TenantReserve = 1, 1, 1, 0
@@ -239,6 +253,7 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_MAX_INFLIGHT_PER_TENANT", positive},
 		{"FORWARD_TENANT_RESERVE", nonNeg},
 		{"FORWARD_MAX_EVENT_BYTES", positive},
+		{"FORWARD_MEMORY_BUDGET_BYTES", append([]string{"64Mi", "9223372036854775808"}, positive...)},
 		{"FORWARD_MAX_TIMEOUT", durations},
 		{"FORWARD_MAX_HEADER_BYTES", positive},
 		{"FORWARD_READ_HEADER_TIMEOUT", durations},
@@ -306,6 +321,10 @@ func TestProxyFromEnvCrossField(t *testing.T) {
 			wantNames: []string{"FORWARD_TENANT_RESERVE", "FORWARD_MAX_INFLIGHT="}},
 		{name: "tenant reserve above a max of one", env: map[string]string{"FORWARD_MAX_INFLIGHT": "1", "FORWARD_TENANT_RESERVE": "1"},
 			wantNames: []string{"FORWARD_TENANT_RESERVE", "FORWARD_MAX_INFLIGHT="}},
+		{name: "memory budget one byte below the largest call", env: map[string]string{"FORWARD_MEMORY_BUDGET_BYTES": "4259839"},
+			wantNames: []string{"FORWARD_MEMORY_BUDGET_BYTES=", "FORWARD_MAX_EVENT_BYTES=", "FORWARD_MAX_HEADER_BYTES="}},
+		{name: "event size raised past the memory budget", env: map[string]string{"FORWARD_MEMORY_BUDGET_BYTES": "8388608", "FORWARD_MAX_EVENT_BYTES": "8388608"},
+			wantNames: []string{"FORWARD_MEMORY_BUDGET_BYTES=", "FORWARD_MAX_EVENT_BYTES=", "FORWARD_MAX_HEADER_BYTES="}},
 		{name: "PORT on the default metrics port", env: map[string]string{"PORT": "9090"},
 			wantNames: []string{"PORT", "METRICS_PORT"}},
 		{name: "METRICS_PORT on the default port", env: map[string]string{"METRICS_PORT": "8080"},

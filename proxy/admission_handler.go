@@ -26,29 +26,42 @@ import (
 // anything is dialed, or refuses it at once: 503 overloaded or
 // destination_busy, 429 tenant_limited, each with Retry-After. A refused
 // request reaches no destination, so the caller's retry cannot duplicate an
-// event. The slot is released when the call ends, or by the async worker
-// that takes it over.
-func NewAdmissionHandler(l *Limiter, next http.Handler) http.Handler {
-	return &admissionHandler{l: l, next: next}
+// event. Beyond a slot of l, an admitted call reserves in b (nil: no
+// budget) the bytes it keeps while held: its headers, and an async call's
+// body of declared length; a call they do not fit in is refused 503
+// overloaded too. An async body of unknown length reserves as it is read
+// (Async). A synchronous call streams its body to the destination and
+// keeps none of it, so it reserves its headers only. The slot and the
+// bytes are released when the call ends, or by the async worker that
+// takes it over.
+func NewAdmissionHandler(l *Limiter, b *MemoryBudget, next http.Handler) http.Handler {
+	return &admissionHandler{l: l, b: b, next: next}
 }
 
 type admissionHandler struct {
 	l    *Limiter
+	b    *MemoryBudget
 	next http.Handler
 }
 
 func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callOf(w, r)
-	if !h.admit(w, c) {
+	if !h.admit(w, c, reserveOnArrival(r, c)) {
 		return
 	}
 	defer c.releaseIfInChain()
 	h.next.ServeHTTP(w, r)
 }
 
-// admit takes c's slot, or refuses c.
-func (h *admissionHandler) admit(w http.ResponseWriter, c *call) bool {
+// admit takes c's slot and bytes of the memory budget, or refuses c.
+func (h *admissionHandler) admit(w http.ResponseWriter, c *call, bytes int64) bool {
 	t, err := h.l.Acquire(c.tenant, c.destKey)
+	m := reservation{b: h.b}
+	if err == nil {
+		if err = m.grow(bytes); err != nil {
+			t.Release()
+		}
+	}
 	if !c.start.IsZero() {
 		c.metrics.admitted(time.Since(c.start).Seconds())
 	}
@@ -56,8 +69,20 @@ func (h *admissionHandler) admit(w http.ResponseWriter, c *call) bool {
 		writeError(w, admissionReason(err), err.Error())
 		return false
 	}
-	c.hold(t)
+	c.hold(t, m)
 	return true
+}
+
+// reserveOnArrival is what call c of r reserves of the memory budget on
+// arrival: its headers, and the body of an async call when its length is
+// declared (the destination handler refused one over the event size
+// already).
+func reserveOnArrival(r *http.Request, c *call) int64 {
+	n := headerBytes(r)
+	if c.async && r.ContentLength > 0 {
+		n += r.ContentLength
+	}
+	return n
 }
 
 func admissionReason(err error) Reason {
@@ -68,6 +93,8 @@ func admissionReason(err error) Reason {
 		return ReasonDestinationBusy
 	case errors.Is(err, ErrTenantLimited):
 		return ReasonTenantLimited
+	case errors.Is(err, ErrMemoryBudget):
+		return ReasonOverloaded
 	default:
 		return ReasonOverloaded
 	}

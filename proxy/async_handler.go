@@ -47,8 +47,9 @@ type AsyncParams struct {
 
 // Async answers calls that prefer respond-async with 202 Accepted as soon
 // as their body is read, then delivers them in the background, owning the
-// retries since the caller is gone. The call keeps its admission slot
-// until its last attempt ends. Every call that finally fails, or that is
+// retries since the caller is gone. The call keeps its admission slot,
+// and the bytes of the memory budget its headers and body take, until its
+// last attempt ends. Every call that finally fails, or that is
 // abandoned at shutdown, is logged with its destination and event.
 type Async struct {
 	p       AsyncParams
@@ -82,8 +83,13 @@ type job struct {
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callOf(w, r)
-	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout)
+	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout, &c.memory)
 	switch {
+	case errors.Is(err, ErrMemoryBudget):
+		// Nothing of the event has gone anywhere: the caller's retry,
+		// here or on another pod, cannot duplicate it.
+		writeError(w, ReasonOverloaded, "the pod's memory budget has no room for the rest of the body")
+		return
 	case errors.Is(err, errBodyStalled):
 		writeError(w, ReasonBadRequest, "no byte of the request body came for "+a.p.BodyIdleTimeout.String())
 		return
@@ -126,8 +132,11 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody reads a whole request body of at most limit bytes, failing
-// when it stalls for idle.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Duration) ([]byte, error) {
+// when it stalls for idle. A body of declared length was reserved on
+// arrival; one of unknown length grows m with the buffer it is read into,
+// before each growth, and fails with ErrMemoryBudget the moment the
+// budget has no room for the next.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Duration, m *reservation) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -145,11 +154,42 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Dur
 		}
 		return b, nil
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(body); err != nil {
-		return nil, err
+	return readGrowing(body, limit, m)
+}
+
+// firstBodyBuffer is the buffer a body of unknown length is read into
+// first; each growth doubles it.
+const firstBodyBuffer = 4 << 10
+
+// readGrowing reads body to its end into a buffer that doubles as it
+// fills, up to limit plus the one byte that tells an oversized body,
+// reserving each new buffer's growth in m before it is made. What the
+// event keeps is the last buffer, which the reservation covers; the ones
+// before are garbage.
+func readGrowing(body io.Reader, limit int64, m *reservation) ([]byte, error) {
+	var b []byte
+	for {
+		if len(b) == cap(b) {
+			next := min(max(2*int64(cap(b)), firstBodyBuffer), limit+1)
+			if next <= int64(cap(b)) {
+				return nil, errBodyTooLarge // the body's guard stops it first
+			}
+			if err := m.grow(next - int64(cap(b))); err != nil {
+				return nil, err
+			}
+			nb := make([]byte, len(b), next)
+			copy(nb, b)
+			b = nb
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return b, nil
+		case err != nil:
+			return nil, err
+		}
 	}
-	return buf.Bytes(), nil
 }
 
 // deliver makes the job's first attempt. Each attempt starts on the

@@ -38,6 +38,7 @@ type call struct {
 
 	body   *guardedBody // the request body, read on the caller's behalf
 	ticket Ticket       // admission slot
+	memory reservation  // what the call keeps of the memory budget; released with the slot
 	phase  phase        // who ends the call (see phase); the chain's goroutine only
 
 	held *observation // an HTTP/2 request, whose chain may outlive it (observeHandler.hold)
@@ -51,14 +52,17 @@ type call struct {
 	probe   bool      // a probe, not a call: not counted
 }
 
-// hold counts the admitted call as held until release.
-func (c *call) hold(t Ticket) {
-	c.ticket = t
+// hold counts the admitted call as held until release, with the bytes
+// reserved for it.
+func (c *call) hold(t Ticket, m reservation) {
+	c.ticket, c.memory = t, m
 	c.metrics.held(c.namespace, c.tenant, 1)
 }
 
-// release gives the admission slot back; exactly once per hold.
+// release gives the admission slot and the call's bytes of the memory
+// budget back; exactly once per hold.
 func (c *call) release() {
+	c.memory.release()
 	c.ticket.Release()
 	c.metrics.held(c.namespace, c.tenant, -1)
 }

@@ -41,6 +41,8 @@ const (
 	metricAsyncDeliveries = "kn_forward_async_deliveries"
 	metricAsyncRetries    = "kn_forward_async_retries"
 	metricAsyncPending    = "kn_forward_async_pending"
+	metricMemoryBudget    = "kn_forward_memory_budget_bytes"
+	metricMemoryReserved  = "kn_forward_memory_reserved_bytes"
 )
 
 // outcome is how a request ended, the outcome label.
@@ -99,10 +101,11 @@ type Metrics struct {
 }
 
 // NewMetrics builds the instruments from mp (a no-op provider if nil) and
-// reports the limiter's capacity. The namespace and tenant labels take at
+// reports the limiter's capacity and the memory budget's size and use (b
+// may be nil: no budget, both 0). The namespace and tenant labels take at
 // most maxLabelValues distinct values each (if zero, 1000); later values are
 // counted under OtherLabel.
-func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metrics, error) {
+func NewMetrics(mp metric.MeterProvider, l *Limiter, b *MemoryBudget, maxLabelValues int) (*Metrics, error) {
 	if maxLabelValues <= 0 {
 		maxLabelValues = 1000
 	}
@@ -113,7 +116,7 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metri
 	var (
 		ms  Metrics
 		err error
-		all = make([]error, 0, 10) // one per instrument
+		all = make([]error, 0, 12) // one per instrument
 	)
 	ms.active, err = m.Int64UpDownCounter(metricActive, metric.WithDescription("Calls held now (sync and async), by destination namespace"))
 	all = append(all, err)
@@ -140,6 +143,18 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, maxLabelValues int) (*Metri
 	_, err = m.Int64ObservableGauge(metricCapacity, metric.WithDescription("The pod's admission limit"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(l.Capacity()))
+			return nil
+		}))
+	all = append(all, err)
+	_, err = m.Int64ObservableGauge(metricMemoryBudget, metric.WithDescription("The pod's memory budget for the headers and async bodies of the calls it holds, in bytes"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(b.Size())
+			return nil
+		}))
+	all = append(all, err)
+	_, err = m.Int64ObservableGauge(metricMemoryReserved, metric.WithDescription("Bytes of the memory budget the calls held reserve now"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(b.Reserved())
 			return nil
 		}))
 	all = append(all, err)

@@ -122,6 +122,8 @@ func TestActiveGaugeEqualsHeldCalls(t *testing.T) {
 		{name: "held for tenant b", metric: metricTenantActive, attrs: []attribute.KeyValue{attribute.String("tenant", "b")}, want: 2},
 		{name: "async backlog", metric: metricAsyncPending, want: 1},
 		{name: "capacity", metric: metricCapacity, want: 8},
+		{name: "memory budget", metric: metricMemoryBudget, want: 256 << 20},
+		{name: "memory reserved: the four calls' headers and the async body", metric: metricMemoryReserved, want: o.Budget.Reserved()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := o.sum(t, tc.metric, tc.attrs...); got != tc.want {
@@ -130,6 +132,9 @@ func TestActiveGaugeEqualsHeldCalls(t *testing.T) {
 			if got := int64(o.Limiter.Inflight()); tc.metric == metricActive && got != tc.want {
 				t.Errorf("the limiter holds %d", got)
 			}
+			if tc.metric == metricMemoryReserved && tc.want <= 4*int64(len("Kn-Forward-To: "+dest.URL)) {
+				t.Errorf("four held calls reserve %d bytes, less than their Kn-Forward-To headers", tc.want)
+			}
 		})
 	}
 	hold.Release()
@@ -137,6 +142,7 @@ func TestActiveGaugeEqualsHeldCalls(t *testing.T) {
 		await(t, p)
 	}
 	proxytest.Eventually(t, 5*time.Second, func() bool { return o.sum(t, metricActive) == 0 }, "gauge back to 0")
+	proxytest.Eventually(t, 5*time.Second, func() bool { return o.sum(t, metricMemoryReserved) == 0 }, "reserved bytes back to 0")
 	if got := o.sum(t, metricAsyncDeliveries, attribute.String("outcome", "delivered")); got != 1 {
 		t.Errorf("async deliveries = %d, want 1", got)
 	}

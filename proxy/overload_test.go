@@ -17,6 +17,7 @@ limitations under the License.
 package proxy
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,8 +31,8 @@ import (
 )
 
 // TestRefusalsReadNothingDialNothing: a call refused on arrival is answered
-// at once, before its body is sent (the caller declared a megabyte and
-// waits), and nothing is dialed for it.
+// at once, before its body is sent (the caller declared a megabyte, or the
+// largest event, and waits), and nothing is dialed for it.
 func TestRefusalsReadNothingDialNothing(t *testing.T) {
 	limits := func(pod, dest, tenant int) map[string]string {
 		return map[string]string{
@@ -39,18 +40,28 @@ func TestRefusalsReadNothingDialNothing(t *testing.T) {
 			"FORWARD_MAX_INFLIGHT_PER_TENANT": strconv.Itoa(tenant), "FORWARD_MAX_EVENT_BYTES": "2097152",
 		}
 	}
+	budgetFull := limits(4, 4, 4)
+	budgetFull["FORWARD_MAX_HEADER_BYTES"] = "8192"
+	budgetFull["FORWARD_MEMORY_BUDGET_BYTES"] = strconv.Itoa(2097152 + 8192) // the least allowed
 	tests := []struct {
-		name   string
-		env    map[string]string
-		held   []string // Kn-Namespace of the calls held first, at the busy destination
-		tenant string   // of the refused call
-		drain  bool
-		want   Reason
+		name       string
+		env        map[string]string
+		held       []string // Kn-Namespace of the calls held first, at the busy destination
+		heldHeader int      // bytes of a header each held call carries
+		tenant     string   // of the refused call
+		async      bool     // the refused call prefers respond-async
+		declared   int      // its Content-Length; if zero, a megabyte
+		drain      bool
+		want       Reason
 	}{
 		{name: "pod full", env: limits(2, 2, 2), held: []string{"a", "b"}, tenant: "c", want: ReasonOverloaded},
 		{name: "destination full", env: limits(4, 2, 4), held: []string{"a", "b"}, tenant: "c", want: ReasonDestinationBusy},
 		{name: "tenant over its share", env: limits(4, 4, 2), held: []string{"a", "a"}, tenant: "a", want: ReasonTenantLimited},
 		{name: "draining", env: limits(4, 4, 4), drain: true, tenant: "a", want: ReasonDraining},
+		// The held call's headers leave less than the largest event and
+		// its headers.
+		{name: "memory budget full", env: budgetFull, held: []string{"a"}, heldHeader: 8000, tenant: "b",
+			async: true, declared: 2097152, want: ReasonOverloaded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,6 +74,9 @@ func TestRefusalsReadNothingDialNothing(t *testing.T) {
 			for _, ns := range tt.held {
 				req := fp.newRequest(t, busy.URL, strings.NewReader("e"))
 				req.Header.Set(delivery.HeaderNamespace, ns)
+				if tt.heldHeader > 0 {
+					req.Header.Set("X-Padding", strings.Repeat("p", tt.heldHeader))
+				}
 				calls = append(calls, goDo(client, req))
 			}
 			proxytest.Eventually(t, 5*time.Second, func() bool { return busy.Count() == len(tt.held) }, "the calls were not held")
@@ -73,8 +87,12 @@ func TestRefusalsReadNothingDialNothing(t *testing.T) {
 			if tt.want == ReasonDestinationBusy {
 				dest = busy.URL
 			}
+			prefer := ""
+			if tt.async {
+				prefer = "Prefer: respond-async\r\n"
+			}
 			a := rawSend(t, fp.Addr, "POST / HTTP/1.1\r\nHost: proxy\r\nKn-Forward-To: "+dest+
-				"\r\nKn-Namespace: "+tt.tenant+"\r\nContent-Length: 1048576\r\n\r\n")
+				"\r\nKn-Namespace: "+tt.tenant+"\r\n"+prefer+"Content-Length: "+strconv.Itoa(cmp.Or(tt.declared, 1048576))+"\r\n\r\n")
 			wantProxyError(t, a.resp, a.body, tt.want)
 			if n := canary.Accepted(); n != 0 {
 				t.Errorf("the destination accepted %d connections, want 0", n)

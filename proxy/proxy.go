@@ -36,6 +36,7 @@ import (
 // outlives a request: admission counts, drain state, background deliveries.
 type Proxy struct {
 	Limiter *Limiter
+	Budget  *MemoryBudget
 	Drainer *Drainer
 	async   *Async
 	stop    context.CancelCauseFunc // cuts the synchronous calls still held
@@ -109,11 +110,12 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 			MaxPerTenant:      cfg.MaxInflightPerTenant,
 			Reserve:           cfg.TenantReserve,
 		}),
+		Budget:  NewMemoryBudget(cfg.MemoryBudgetBytes),
 		Drainer: &Drainer{},
 		trs:     o.transports,
 		logger:  logger,
 	}
-	m, err := NewMetrics(o.meterProvider, p.Limiter, cfg.MetricsMaxLabelValues)
+	m, err := NewMetrics(o.meterProvider, p.Limiter, p.Budget, cfg.MetricsMaxLabelValues)
 	if err != nil {
 		// Only an invalid instrument name can cause this: a bug, not a setting.
 		logger.Errorw("Metrics are off: cannot build instruments", zap.Error(err))
@@ -134,7 +136,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 
 	// Innermost first.
 	h := modeSwitch(NewForwardHandler(fp, logger), p.async)
-	h = NewAdmissionHandler(p.Limiter, h)
+	h = NewAdmissionHandler(p.Limiter, p.Budget, h)
 	h = NewDestinationHandler(DestinationParams{
 		AllowedHosts:    cfg.AllowedHosts,
 		Policy:          policy,

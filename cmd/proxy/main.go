@@ -106,6 +106,7 @@ func run() int {
 		go func() { served <- s.Serve(ln) }()
 	}
 	logger.Infow("Forwarding events", "addr", srv.Addr, "metricsAddr", msrv.Addr, "maxInflight", cfg.MaxInflight,
+		"memoryBudgetBytes", cfg.MemoryBudgetBytes,
 		"allowedHosts", cfg.AllowedHosts, "maxTimeout", cfg.MaxTimeout.String())
 
 	select {

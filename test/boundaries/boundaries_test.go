@@ -55,6 +55,10 @@ func TestBoundaries(t *testing.T) {
 		pkgs:   packagesUnder(t, "delivery"),
 		banned: append(append([]string{}, inbound...), sourceSide...),
 	}, {
+		name:   "no binary links the raw HTTP/2 test client",
+		pkgs:   packagesUnder(t, "cmd"),
+		banned: []string{module + "/internal/h2raw"},
+	}, {
 		name:   "config imports neither side nor delivery",
 		pkgs:   packagesUnder(t, "config"),
 		banned: append(append(append([]string{}, inbound...), sourceSide...), packagesUnder(t, "delivery")...),

@@ -19,60 +19,26 @@ limitations under the License.
 package e2e
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // scrape reads the proxy's /metrics.
 func (p *proc) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(p.MetricsURL)
+	fams, err := testproc.Scrape(p.MetricsURL)
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse metrics: %v", err)
 	}
 	return fams
 }
 
 // value sums the samples of a family whose labels include want.
-func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	var sum float64
-	f := fams[name]
-	if f == nil {
-		return 0
-	}
-next:
-	for _, m := range f.Metric {
-		for k, v := range want {
-			found := false
-			for _, l := range m.Label {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Gauge != nil:
-			sum += m.Gauge.GetValue()
-		case m.Counter != nil:
-			sum += m.Counter.GetValue()
-		}
-	}
-	return sum
-}
+var value = testproc.Value
 
 // TestMetricsCountHeldCalls holds sync and async calls and reads the
 // contract's metrics back from the running proxy.

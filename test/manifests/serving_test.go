@@ -117,6 +117,7 @@ func TestServiceSettings(t *testing.T) {
 				{name: "FORWARD_MAX_INFLIGHT is set", got: env["FORWARD_MAX_INFLIGHT"] != "", want: true},
 				{name: "queue-proxy never queues", got: *spec.ContainerConcurrency >= int64(proxy.MaxInflight), want: true},
 				{name: "held calls fit the proxy's memory budget", got: proxy.MaxInflight <= config.DefaultMaxInflight(memLimit), want: true},
+				{name: "held calls and a full memory budget fit under GOMEMLIMIT", got: fitsMemory(proxy, memLimit), want: true},
 				{name: "memory request is the limit", got: c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()), want: 0},
 				{name: "GOMEMLIMIT near 90% of the limit", got: goMemLimitRatio(t, env["GOMEMLIMIT"], memLimit), want: 0.9},
 				{name: "goroutines start with small stacks", got: env["GODEBUG"], want: config.ProxyGODEBUG},
@@ -137,6 +138,14 @@ func TestServiceSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fitsMemory applies docs/operations.md's sizing to cfg: the process's own
+// 22 MB, 32 KiB per held call (HTTP/1.1 callers, the most measured) and
+// the memory budget full, counted 1.1 times, within 90 % of limit.
+func fitsMemory(cfg *config.Proxy, limit int64) bool {
+	need := 22e6 + float64(cfg.MaxInflight)*32768 + 1.1*float64(cfg.MemoryBudgetBytes)
+	return need <= 0.9*float64(limit)
 }
 
 // knativePorts are bound in every Knative pod by queue-proxy (or reserved

@@ -17,7 +17,6 @@ limitations under the License.
 package h2server_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -38,39 +38,15 @@ func countingHandler(n *atomic.Int64) http.Handler {
 	})
 }
 
-// burst writes what frames writes in one write, so that the server reads
-// it as one burst.
-func (c *rawClient) burst(frames func(fr *http2.Framer)) {
-	c.t.Helper()
-	var b bytes.Buffer
-	fr := http2.NewFramer(&b, nil)
-	frames(fr)
-	_, err := c.nc.Write(b.Bytes())
-	c.check(err)
-}
-
-// openAndReset writes HEADERS and RST_STREAM for n streams from first, in
-// one burst.
-func (c *rawClient) openAndReset(first uint32, n int) {
-	block := c.block(":method", "POST", ":scheme", "http", ":path", "/", ":authority", "example.test")
-	c.burst(func(fr *http2.Framer) {
-		for i := range n {
-			id := first + uint32(2*i)
-			c.check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}))
-			c.check(fr.WriteRSTStream(id, http2.ErrCodeCancel))
-		}
-	})
-}
-
 // TestRapidResetNotDispatched: streams the caller opens and resets in one
 // burst never reach the handler (CVE-2023-44487); within the stream
 // limit the connection serves on.
 func TestRapidResetNotDispatched(t *testing.T) {
 	var reached atomic.Int64
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 100}, countingHandler(&reached))
-	c := connectRaw(t, f.addr)
-	c.openAndReset(1, 100)
-	c.alive()
+	c := h2raw.Connect(t, f.addr)
+	c.OpenAndReset(1, 100)
+	c.Alive()
 	if n := reached.Load(); n != 0 {
 		t.Errorf("%d streams reset in the burst that opened them reached the handler, want 0", n)
 	}
@@ -82,9 +58,9 @@ func TestRapidResetNotDispatched(t *testing.T) {
 func TestRapidResetClosesConnection(t *testing.T) {
 	var reached atomic.Int64
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 10}, countingHandler(&reached))
-	c := connectRaw(t, f.addr)
-	c.openAndReset(1, 11)
-	c.wantGoAway(http2.ErrCodeEnhanceYourCalm)
+	c := h2raw.Connect(t, f.addr)
+	c.OpenAndReset(1, 11)
+	c.WantGoAway(http2.ErrCodeEnhanceYourCalm)
 }
 
 // TestCancellingEveryStreamIsNotAbuse: a caller that resets every stream
@@ -100,30 +76,30 @@ func TestCancellingEveryStreamIsNotAbuse(t *testing.T) {
 		countingHandler(&reached).ServeHTTP(w, r)
 	})
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 10}, h)
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	id := uint32(1)
 	for range 10 {
-		c.get(id, "/held")
+		c.Get(id, "/held")
 		id += 2
 	}
 	eventually(t, "every stream reaches the handler", func() bool { return reached.Load() == 10 })
 	for i := range uint32(10) {
-		c.check(c.fr.WriteRSTStream(1+2*i, http2.ErrCodeCancel))
+		c.Check(c.Framer.WriteRSTStream(1+2*i, http2.ErrCodeCancel))
 	}
-	c.alive()
+	c.Alive()
 	// Completed calls let resets beyond the stream limit pass.
 	for range 20 {
-		c.get(id, "/ok")
-		c.ok(id, "200")
+		c.Get(id, "/ok")
+		c.OK(id, "200")
 		id += 2
 	}
 	for want := int64(11); want <= 20; want++ {
-		c.get(id, "/held")
+		c.Get(id, "/held")
 		eventually(t, "the stream reaches the handler", func() bool { return reached.Load() == want })
-		c.check(c.fr.WriteRSTStream(id, http2.ErrCodeCancel))
+		c.Check(c.Framer.WriteRSTStream(id, http2.ErrCodeCancel))
 		id += 2
 	}
-	c.alive()
+	c.Alive()
 }
 
 // TestUselessFrameFloods: frames that carry no request and cost work
@@ -134,58 +110,58 @@ func TestUselessFrameFloods(t *testing.T) {
 	const limit = 10
 	for _, tc := range []struct {
 		name  string
-		flood func(c *rawClient)
+		flood func(c *h2raw.Client)
 	}{{
 		name: "empty DATA",
-		flood: func(c *rawClient) {
-			c.request(1, "POST", "/", false)
-			c.burst(func(fr *http2.Framer) {
+		flood: func(c *h2raw.Client) {
+			c.Request(1, "POST", "/", false)
+			c.Burst(func(fr *http2.Framer) {
 				for range limit + 1 {
-					c.check(fr.WriteData(1, false, nil))
+					c.Check(fr.WriteData(1, false, nil))
 				}
 			})
 		},
 	}, {
 		name: "header lists over the limit (431)",
-		flood: func(c *rawClient) {
-			c.burst(func(fr *http2.Framer) {
+		flood: func(c *h2raw.Client) {
+			c.Burst(func(fr *http2.Framer) {
 				for i := range limit + 1 {
 					kv := []string{":method", "GET", ":scheme", "http", ":path", "/", ":authority", "example.test"}
 					for j := range 40 { // many small fields: the list, not one string, is too long
 						kv = append(kv, fmt.Sprintf("x-f%d", j), strings.Repeat("v", 40))
 					}
-					block := c.block(kv...)
-					c.check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(1 + 2*i), BlockFragment: block, EndStream: true, EndHeaders: true}))
+					block := c.Block(kv...)
+					c.Check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(1 + 2*i), BlockFragment: block, EndStream: true, EndHeaders: true}))
 				}
 			})
 		},
 	}, {
 		name: "malformed requests",
-		flood: func(c *rawClient) {
-			block := c.block(":method", "GET")
-			c.burst(func(fr *http2.Framer) {
+		flood: func(c *h2raw.Client) {
+			block := c.Block(":method", "GET")
+			c.Burst(func(fr *http2.Framer) {
 				for i := range limit + 1 {
-					c.check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(1 + 2*i), BlockFragment: block, EndStream: true, EndHeaders: true}))
+					c.Check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(1 + 2*i), BlockFragment: block, EndStream: true, EndHeaders: true}))
 				}
 			})
 		},
 	}, {
 		name: "RST_STREAM on closed streams",
-		flood: func(c *rawClient) {
-			c.get(1, "/")
-			c.ok(1, "200")
-			c.burst(func(fr *http2.Framer) {
+		flood: func(c *h2raw.Client) {
+			c.Get(1, "/")
+			c.OK(1, "200")
+			c.Burst(func(fr *http2.Framer) {
 				for range limit + 2 {
-					c.check(fr.WriteRSTStream(1, http2.ErrCodeCancel))
+					c.Check(fr.WriteRSTStream(1, http2.ErrCodeCancel))
 				}
 			})
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startServer(t, &h2server.Server{MaxConcurrentStreams: limit, MaxHeaderBytes: 1000}, okHandler)
-			c := connectRaw(t, f.addr)
+			c := h2raw.Connect(t, f.addr)
 			tc.flood(c)
-			c.wantGoAway(http2.ErrCodeEnhanceYourCalm)
+			c.WantGoAway(http2.ErrCodeEnhanceYourCalm)
 		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -69,13 +70,13 @@ func TestRequestContext(t *testing.T) {
 		s.after = true
 		result <- s
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/ctx", false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/ctx", false)
 	// Reset only once the handler runs: a stream reset in the burst that
 	// opened it never gets one.
 	recv(t, started, "the handler")
 	blockedIn(t, "h2server_test.TestRequestContext.func")
-	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
 	s := recv(t, result, "the handler to see its derived context end")
 	if s.value != f.hs {
 		t.Errorf("the request's context gives %v for http.ServerContextKey, want the connection's server", s.value)

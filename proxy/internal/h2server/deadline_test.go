@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 )
 
 // TestReadDeadlineWakesBlockedRead: a read deadline set in the past, from
@@ -52,15 +54,15 @@ func TestReadDeadlineWakesBlockedRead(t *testing.T) {
 		}
 		_, _ = w.Write(body)
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
 	if err := recv(t, errs, "the blocked Read to end"); !isDeadline(err) {
 		t.Fatalf("blocked Read returned %v, want os.ErrDeadlineExceeded", err)
 	}
 	recv(t, cleared, "the deadline cleared")
-	c.data(1, []byte("after the deadline"), true)
-	if st := c.ok(1, "200"); string(st.body) != "after the deadline" {
-		t.Errorf("body %q", st.body)
+	c.Data(1, []byte("after the deadline"), true)
+	if st := c.OK(1, "200"); string(st.Body) != "after the deadline" {
+		t.Errorf("body %q", st.Body)
 	}
 }
 
@@ -73,13 +75,13 @@ func TestReadDeadlineTimer(t *testing.T) {
 		_, err := io.ReadAll(r.Body)
 		errs <- err
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
-	c.data(1, []byte("part of it"), false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
+	c.Data(1, []byte("part of it"), false)
 	if err := recv(t, errs, "the Read to end"); !isDeadline(err) {
 		t.Fatalf("Read returned %v, want os.ErrDeadlineExceeded", err)
 	}
-	c.response(1) // the handler returned: some end, the test does not mind which
+	c.Response(1) // the handler returned: some end, the test does not mind which
 }
 
 // TestWriteDeadlineWhileWaitingForWindow: a client whose window is tiny and
@@ -102,18 +104,18 @@ func TestWriteDeadlineWhileWaitingForWindow(t *testing.T) {
 		results <- result{n, err}
 		<-g.ch // TestResetWinsOverHandlerEnd is about returning at once
 	}))
-	c := connectRaw(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
+	c.Get(1, "/")
 	r := recv(t, results, "the Write to end")
 	if !isDeadline(r.err) || r.n != 10 {
 		t.Errorf("Write: %d, %v; want the window's 10 bytes and os.ErrDeadlineExceeded", r.n, r.err)
 	}
-	c.wantReset(1, http2.ErrCodeInternal)
-	if st := c.streams[1]; string(st.body) != string(make([]byte, 10)) {
-		t.Errorf("%d bytes came before the reset, want 10", len(st.body))
+	c.WantReset(1, http2.ErrCodeInternal)
+	if st := c.Streams[1]; string(st.Body) != string(make([]byte, 10)) {
+		t.Errorf("%d bytes came before the reset, want 10", len(st.Body))
 	}
 	g.open()
-	c.alive()
+	c.Alive()
 }
 
 // TestWriteDeadlineTimer: the same with a deadline that passes while the
@@ -127,12 +129,12 @@ func TestWriteDeadlineTimer(t *testing.T) {
 		errs <- err
 		<-g.ch
 	}))
-	c := connectRaw(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	c.Get(1, "/")
 	if err := recv(t, errs, "the Write to end"); !isDeadline(err) {
 		t.Errorf("Write returned %v, want os.ErrDeadlineExceeded", err)
 	}
-	c.wantReset(1, http2.ErrCodeInternal)
+	c.WantReset(1, http2.ErrCodeInternal)
 }
 
 // TestDeadlinesAfterEnd: once a stream ended, its deadlines can no longer
@@ -140,15 +142,15 @@ func TestWriteDeadlineTimer(t *testing.T) {
 func TestDeadlinesAfterEnd(t *testing.T) {
 	h, calls := detachingHandler(1)
 	f := startServer(t, nil, h)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
 	d := recv(t, calls, "a detached call")
 	rc := http.NewResponseController(d.w)
 	if err := rc.SetWriteDeadline(time.Now().Add(time.Hour)); err != nil {
 		t.Errorf("SetWriteDeadline on a live stream: %v", err)
 	}
 	d.end(nil)
-	c.ok(1, "200")
+	c.OK(1, "200")
 	if err := rc.SetReadDeadline(time.Now()); !errors.Is(err, http.ErrNotSupported) {
 		t.Errorf("SetReadDeadline after the end: %v, want ErrNotSupported", err)
 	}
@@ -165,14 +167,14 @@ func TestFlushSendsHeader(t *testing.T) {
 		<-g.ch
 		_, _ = io.WriteString(w, "later")
 	}))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.until("the flushed header", func() bool { st := c.streams[1]; return st != nil && st.status != "" })
-	if st := c.streams[1]; st.status != "200" || st.header.Get("X-Early") != "1" || st.ended {
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.Until("the flushed header", func() bool { st := c.Streams[1]; return st != nil && st.Status != "" })
+	if st := c.Streams[1]; st.Status != "200" || st.Header.Get("X-Early") != "1" || st.Ended {
 		t.Errorf("flushed: %+v", st)
 	}
 	g.open()
-	if st := c.ok(1, "200"); string(st.body) != "later" {
-		t.Errorf("body %q", st.body)
+	if st := c.OK(1, "200"); string(st.Body) != "later" {
+		t.Errorf("body %q", st.Body)
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -163,17 +164,17 @@ func TestDetachEndWithPanicValue(t *testing.T) {
 func TestDetachTrailers(t *testing.T) {
 	h, calls := detachingHandler(1)
 	f := startServer(t, nil, h)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
 	d := recv(t, calls, "a detached call")
 	d.w.Header().Set("Trailer", "X-Done")
 	_, _ = io.WriteString(d.w, "body")
 	d.w.Header().Set("X-Done", "yes")
 	d.w.Header().Set(http.TrailerPrefix+"X-Also", "too")
 	d.end(nil)
-	st := c.ok(1, "200")
-	if string(st.body) != "body" || st.trailer.Get("X-Done") != "yes" || st.trailer.Get("X-Also") != "too" {
-		t.Errorf("body %q, trailers %v", st.body, st.trailer)
+	st := c.OK(1, "200")
+	if string(st.Body) != "body" || st.Trailer.Get("X-Done") != "yes" || st.Trailer.Get("X-Also") != "too" {
+		t.Errorf("body %q, trailers %v", st.Body, st.Trailer)
 	}
 }
 
@@ -183,12 +184,12 @@ func TestDetachTrailers(t *testing.T) {
 func TestDetachConnectionClosed(t *testing.T) {
 	h, calls := detachingHandler(1)
 	f := startServer(t, nil, h)
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
-	c.data(1, []byte("some"), false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
+	c.Data(1, []byte("some"), false)
 	d := recv(t, calls, "a detached call")
 	eventually(t, "the handler's goroutine to end", func() bool { return goroutinesIn(runHandlerFrame) == 0 })
-	_ = c.nc.Close()
+	_ = c.Conn.Close()
 	recv(t, d.r.Context().Done(), "the request's context to end")
 	if _, err := d.w.Write([]byte("answer")); err == nil {
 		t.Error("a write on a closed connection succeeded")
@@ -207,17 +208,17 @@ func TestDetachEndInsideHandler(t *testing.T) {
 		_, _ = io.WriteString(w, "ended early")
 		end(nil)
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	for id := uint32(1); id < 10; id += 2 {
-		c.get(id, "/")
-		if st := c.ok(id, "200"); string(st.body) != "ended early" {
-			t.Errorf("stream %d: body %q", id, st.body)
+		c.Get(id, "/")
+		if st := c.OK(id, "200"); string(st.Body) != "ended early" {
+			t.Errorf("stream %d: body %q", id, st.Body)
 		}
 	}
-	c.alive()
-	for id, st := range c.streams {
-		if st.rst != nil {
-			t.Errorf("stream %d reset with %v after its clean end", id, *st.rst)
+	c.Alive()
+	for id, st := range c.Streams {
+		if st.RST != nil {
+			t.Errorf("stream %d reset with %v after its clean end", id, *st.RST)
 		}
 	}
 }
@@ -227,25 +228,25 @@ func TestDetachEndInsideHandler(t *testing.T) {
 func TestDetachedStreamsCount(t *testing.T) {
 	h, calls := detachingHandler(2)
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 1}, h)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
 	d := recv(t, calls, "a detached call")
 	eventually(t, "the handler's goroutine to end", func() bool { return goroutinesIn(runHandlerFrame) == 0 })
-	c.get(3, "/")
-	c.wantReset(3, http2.ErrCodeRefusedStream)
+	c.Get(3, "/")
+	c.WantReset(3, http2.ErrCodeRefusedStream)
 	d.end(nil)
-	c.ok(1, "200")
+	c.OK(1, "200")
 	for id := uint32(5); ; id += 2 { // see TestStreamSlotFreeOnceAnswered
-		c.get(id, "/")
-		c.alive() // the HEADERS were handled: a refusal went out before the PING's ack
-		if st := c.streams[id]; st != nil && st.rst != nil {
-			if *st.rst != http2.ErrCodeRefusedStream || id > 5+2*50 {
-				t.Fatalf("stream %d reset with %v", id, *st.rst)
+		c.Get(id, "/")
+		c.Alive() // the HEADERS were handled: a refusal went out before the PING's ack
+		if st := c.Streams[id]; st != nil && st.RST != nil {
+			if *st.RST != http2.ErrCodeRefusedStream || id > 5+2*50 {
+				t.Fatalf("stream %d reset with %v", id, *st.RST)
 			}
 			continue
 		}
 		recv(t, calls, "a detached call").end(nil)
-		c.ok(id, "200")
+		c.OK(id, "200")
 		break
 	}
 }
@@ -258,13 +259,13 @@ func TestDetachedHandlerPanics(t *testing.T) {
 		ends <- w.(detacher).Detach()
 		panic(http.ErrAbortHandler)
 	}))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.wantReset(1, http2.ErrCodeInternal)
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.WantReset(1, http2.ErrCodeInternal)
 	end := recv(t, ends, "the handler's end")
 	end(nil)
-	c.alive()
-	if st := c.streams[1]; st.ended {
+	c.Alive()
+	if st := c.Streams[1]; st.Ended {
 		t.Error("END_STREAM after the reset")
 	}
 }

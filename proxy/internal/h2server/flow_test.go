@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -41,114 +42,114 @@ func holdHandler(g *gate) http.Handler {
 func TestDataBeyondStreamWindow(t *testing.T) {
 	g := newGate(t)
 	f := startServer(t, &h2server.Server{StreamWindow: 65535}, holdHandler(g))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
 	chunk := make([]byte, 16384)
 	for range 3 {
-		c.check(c.fr.WriteData(1, false, chunk))
+		c.Check(c.Framer.WriteData(1, false, chunk))
 	}
-	c.check(c.fr.WriteData(1, false, chunk[:65535-3*16384])) // exactly the window
-	c.alive()
-	if st := c.streams[1]; st != nil && st.rst != nil {
-		t.Fatalf("reset at exactly the window: %v", *st.rst)
+	c.Check(c.Framer.WriteData(1, false, chunk[:65535-3*16384])) // exactly the window
+	c.Alive()
+	if st := c.Streams[1]; st != nil && st.RST != nil {
+		t.Fatalf("reset at exactly the window: %v", *st.RST)
 	}
-	c.check(c.fr.WriteData(1, false, chunk[:1])) // one byte over
-	c.wantReset(1, http2.ErrCodeFlowControl)
-	c.alive()
+	c.Check(c.Framer.WriteData(1, false, chunk[:1])) // one byte over
+	c.WantReset(1, http2.ErrCodeFlowControl)
+	c.Alive()
 }
 
 func TestDataBeyondConnWindow(t *testing.T) {
 	g := newGate(t)
 	f := startServer(t, &h2server.Server{StreamWindow: 65535, ConnWindow: 65535}, holdHandler(g))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	chunk := make([]byte, 16384)
-	c.request(1, "POST", "/", false)
-	c.request(3, "POST", "/", false)
-	c.check(c.fr.WriteData(1, false, chunk))
-	c.check(c.fr.WriteData(3, false, chunk))
-	c.check(c.fr.WriteData(1, false, chunk))
-	c.check(c.fr.WriteData(3, false, chunk[:65535-3*16384])) // exactly the window
-	c.alive()
-	c.check(c.fr.WriteData(1, false, chunk[:1]))
-	c.wantGoAway(http2.ErrCodeFlowControl)
+	c.Request(1, "POST", "/", false)
+	c.Request(3, "POST", "/", false)
+	c.Check(c.Framer.WriteData(1, false, chunk))
+	c.Check(c.Framer.WriteData(3, false, chunk))
+	c.Check(c.Framer.WriteData(1, false, chunk))
+	c.Check(c.Framer.WriteData(3, false, chunk[:65535-3*16384])) // exactly the window
+	c.Alive()
+	c.Check(c.Framer.WriteData(1, false, chunk[:1]))
+	c.WantGoAway(http2.ErrCodeFlowControl)
 }
 
 func TestDataAfterEndStream(t *testing.T) {
 	g := newGate(t)
 	f := startServer(t, nil, holdHandler(g))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
-	c.data(1, []byte("body"), true)
-	c.check(c.fr.WriteData(1, false, []byte("more")))
-	c.wantReset(1, http2.ErrCodeStreamClosed)
-	c.alive()
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
+	c.Data(1, []byte("body"), true)
+	c.Check(c.Framer.WriteData(1, false, []byte("more")))
+	c.WantReset(1, http2.ErrCodeStreamClosed)
+	c.Alive()
 }
 
 func TestDataOnIdleStream(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.check(c.fr.WriteData(7, true, []byte("x")))
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Connect(t, f.addr)
+	c.Check(c.Framer.WriteData(7, true, []byte("x")))
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 func TestWindowUpdateOverflow(t *testing.T) {
 	t.Run("connection", func(t *testing.T) {
 		f := startServer(t, nil, okHandler)
-		c := connectRaw(t, f.addr)
-		c.check(c.fr.WriteWindowUpdate(0, math.MaxInt32-65535)) // exactly 2^31-1
-		c.alive()
-		c.check(c.fr.WriteWindowUpdate(0, 1))
-		c.wantGoAway(http2.ErrCodeFlowControl)
+		c := h2raw.Connect(t, f.addr)
+		c.Check(c.Framer.WriteWindowUpdate(0, math.MaxInt32-65535)) // exactly 2^31-1
+		c.Alive()
+		c.Check(c.Framer.WriteWindowUpdate(0, 1))
+		c.WantGoAway(http2.ErrCodeFlowControl)
 	})
 	t.Run("stream", func(t *testing.T) {
 		g := newGate(t)
 		f := startServer(t, nil, holdHandler(g))
-		c := connectRaw(t, f.addr)
-		c.get(1, "/")
-		c.check(c.fr.WriteWindowUpdate(1, math.MaxInt32-65535))
-		c.alive()
-		c.check(c.fr.WriteWindowUpdate(1, 1))
-		c.wantReset(1, http2.ErrCodeFlowControl)
-		c.alive()
+		c := h2raw.Connect(t, f.addr)
+		c.Get(1, "/")
+		c.Check(c.Framer.WriteWindowUpdate(1, math.MaxInt32-65535))
+		c.Alive()
+		c.Check(c.Framer.WriteWindowUpdate(1, 1))
+		c.WantReset(1, http2.ErrCodeFlowControl)
+		c.Alive()
 	})
 	t.Run("settings", func(t *testing.T) {
 		// INITIAL_WINDOW_SIZE grows open streams' windows too (RFC 9113
 		// 6.9.2): past 2^31-1 it is a connection error.
 		g := newGate(t)
 		f := startServer(t, nil, holdHandler(g))
-		c := connectRaw(t, f.addr)
-		c.get(1, "/")
-		c.check(c.fr.WriteWindowUpdate(1, math.MaxInt32-65535))
-		c.alive()
-		c.check(c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65536}))
-		c.wantGoAway(http2.ErrCodeFlowControl)
+		c := h2raw.Connect(t, f.addr)
+		c.Get(1, "/")
+		c.Check(c.Framer.WriteWindowUpdate(1, math.MaxInt32-65535))
+		c.Alive()
+		c.Check(c.Framer.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65536}))
+		c.WantGoAway(http2.ErrCodeFlowControl)
 	})
 }
 
 func TestWindowUpdateOnIdleStream(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.check(c.fr.WriteWindowUpdate(9, 100))
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Connect(t, f.addr)
+	c.Check(c.Framer.WriteWindowUpdate(9, 100))
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 func TestResetOnIdleStream(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Connect(t, f.addr)
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 // TestResetOnClosedStreamIgnored: RST_STREAM and WINDOW_UPDATE for a
 // stream that ended are no error.
 func TestResetOnClosedStreamIgnored(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.ok(1, "200")
-	c.check(c.fr.WriteWindowUpdate(1, 10))
-	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
-	c.alive()
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.OK(1, "200")
+	c.Check(c.Framer.WriteWindowUpdate(1, 10))
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.Alive()
 }
 
 // TestMaxConcurrentStreams: streams past MaxConcurrentStreams, their
@@ -164,31 +165,31 @@ func TestMaxConcurrentStreams(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, r.URL.Path)
 	}))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/1")
-	c.get(3, "/3")
-	c.get(5, "/5")
-	c.wantReset(5, http2.ErrCodeRefusedStream)
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/1")
+	c.Get(3, "/3")
+	c.Get(5, "/5")
+	c.WantReset(5, http2.ErrCodeRefusedStream)
 	g1.open()
-	c.ok(1, "200")
+	c.OK(1, "200")
 	// The handler of stream 1 may not yet be counted done the moment its
 	// END_STREAM is out: a refusal is retried, as a client would.
 	id := uint32(7)
 	for ; ; id += 2 {
-		c.get(id, "/7")
-		st := c.response(id)
-		if st.rst == nil {
+		c.Get(id, "/7")
+		st := c.Response(id)
+		if st.RST == nil {
 			break
 		}
-		if *st.rst != http2.ErrCodeRefusedStream || id > 7+2*50 {
-			t.Fatalf("stream %d reset with %v after a handler ended", id, *st.rst)
+		if *st.RST != http2.ErrCodeRefusedStream || id > 7+2*50 {
+			t.Fatalf("stream %d reset with %v after a handler ended", id, *st.RST)
 		}
 	}
-	if st := c.streams[id]; st.status != "200" || string(st.body) != "/7" {
-		t.Errorf("stream %d: %q %q", id, st.status, st.body)
+	if st := c.Streams[id]; st.Status != "200" || string(st.Body) != "/7" {
+		t.Errorf("stream %d: %q %q", id, st.Status, st.Body)
 	}
 	g3.open()
-	c.ok(3, "200")
+	c.OK(3, "200")
 }
 
 // TestResetCancelsRequest: the caller's RST_STREAM cancels the request's
@@ -204,27 +205,27 @@ func TestResetCancelsRequest(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/wait", false)
-	c.data(1, []byte("part"), false)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/wait", false)
+	c.Data(1, []byte("part"), false)
 	recv(t, started, "the handler") // a stream reset in the same burst gets none
-	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
 	if err := recv(t, canceled, "the handler to see its context end"); err == nil {
 		t.Error("context done without an error")
 	}
-	c.data(1, []byte("late"), false) // after our reset: ignored, refunded
-	c.alive()
+	c.Data(1, []byte("late"), false) // after our reset: ignored, refunded
+	c.Alive()
 	id := uint32(3)
 	for ; ; id += 2 { // stream 1 counts until its handler is done
-		c.get(id, "/next")
-		if st := c.response(id); st.rst == nil {
+		c.Get(id, "/next")
+		if st := c.Response(id); st.RST == nil {
 			break
-		} else if *st.rst != http2.ErrCodeRefusedStream || id > 3+2*50 {
-			t.Fatalf("stream %d reset with %v", id, *st.rst)
+		} else if *st.RST != http2.ErrCodeRefusedStream || id > 3+2*50 {
+			t.Fatalf("stream %d reset with %v", id, *st.RST)
 		}
 	}
-	if st := c.streams[id]; st.status != "200" {
-		t.Errorf("stream %d: status %q", id, st.status)
+	if st := c.Streams[id]; st.Status != "200" {
+		t.Errorf("stream %d: status %q", id, st.Status)
 	}
 }
 
@@ -233,35 +234,35 @@ func TestResetCancelsRequest(t *testing.T) {
 // window, over several streams, all goes through.
 func TestPaddingRefunded(t *testing.T) {
 	f := startServer(t, &h2server.Server{StreamWindow: 65535, ConnWindow: 65535}, okHandler)
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	pad := make([]byte, 255)
 	data := []byte("sixteen bytes!!!")
 	const frames = 100 // 100 * (1+16+255) = 27200 bytes a stream
 	total := 0
 	for i := range 6 {
 		id := uint32(2*i + 1)
-		c.request(id, "POST", "/", false)
-		if _, ok := c.streamWindows[id]; !ok {
-			c.streamWindows[id] = int64(c.initialWindow())
+		c.Request(id, "POST", "/", false)
+		if _, ok := c.StreamWindows[id]; !ok {
+			c.StreamWindows[id] = int64(c.InitialWindow())
 		}
 		for j := range frames {
 			const size = 1 + 16 + 255
-			c.until("window for padded DATA", func() bool {
-				return c.connWindow >= size && c.streamWindows[id] >= size
+			c.Until("window for padded DATA", func() bool {
+				return c.ConnWindow >= size && c.StreamWindows[id] >= size
 			})
-			c.connWindow -= size
-			c.streamWindows[id] -= size
-			c.check(c.fr.WriteDataPadded(id, j == frames-1, data, pad))
+			c.ConnWindow -= size
+			c.StreamWindows[id] -= size
+			c.Check(c.Framer.WriteDataPadded(id, j == frames-1, data, pad))
 			total += size
 		}
-		if st := c.ok(id, "200"); st.header.Get("X-Read") != fmt.Sprint(frames*len(data)) {
-			t.Fatalf("stream %d: the handler read %s bytes", id, st.header.Get("X-Read"))
+		if st := c.OK(id, "200"); st.Header.Get("X-Read") != fmt.Sprint(frames*len(data)) {
+			t.Fatalf("stream %d: the handler read %s bytes", id, st.Header.Get("X-Read"))
 		}
 	}
 	if total <= 65535 {
 		t.Fatalf("sent %d bytes, not past the connection window", total)
 	}
-	c.alive()
+	c.Alive()
 }
 
 // TestUnreadBodyRefunded: a handler that answers without reading its body
@@ -276,17 +277,17 @@ func TestUnreadBodyRefunded(t *testing.T) {
 		}
 		okHandler(w, r)
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	body := []byte(strings.Repeat("u", 60000))
-	c.request(1, "POST", "/unread", false)
-	c.data(1, body, true)
-	c.alive() // the server has the body
+	c.Request(1, "POST", "/unread", false)
+	c.Data(1, body, true)
+	c.Alive() // the server has the body
 	g.open()
-	c.ok(1, "200")
-	c.request(3, "POST", "/read", false)
-	c.data(3, body, true) // needs stream 1's bytes back
-	if st := c.ok(3, "200"); st.header.Get("X-Read") != "60000" {
-		t.Errorf("stream 3: read %s", st.header.Get("X-Read"))
+	c.OK(1, "200")
+	c.Request(3, "POST", "/read", false)
+	c.Data(3, body, true) // needs stream 1's bytes back
+	if st := c.OK(3, "200"); st.Header.Get("X-Read") != "60000" {
+		t.Errorf("stream 3: read %s", st.Header.Get("X-Read"))
 	}
 }
 
@@ -296,22 +297,22 @@ func TestSettingsInitialWindowChange(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("z", 100000)))
 	}))
-	c := connectRaw(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
-	c.get(1, "/")
-	c.until("the answer's header", func() bool { st := c.streams[1]; return st != nil && st.status != "" })
-	c.alive()
-	if n := len(c.streams[1].body); n != 0 {
+	c := h2raw.Connect(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	c.Get(1, "/")
+	c.Until("the answer's header", func() bool { st := c.Streams[1]; return st != nil && st.Status != "" })
+	c.Alive()
+	if n := len(c.Streams[1].Body); n != 0 {
 		t.Fatalf("%d bytes sent into a zero window", n)
 	}
-	c.check(c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 70000}))
-	c.check(c.fr.WriteWindowUpdate(0, 100000))
-	c.until("the window's worth", func() bool { return len(c.streams[1].body) >= 70000 })
-	c.check(c.fr.WriteWindowUpdate(1, 30000))
-	st := c.ok(1, "200")
-	if len(st.body) != 100000 {
-		t.Errorf("%d bytes, want 100000", len(st.body))
+	c.Check(c.Framer.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 70000}))
+	c.Check(c.Framer.WriteWindowUpdate(0, 100000))
+	c.Until("the window's worth", func() bool { return len(c.Streams[1].Body) >= 70000 })
+	c.Check(c.Framer.WriteWindowUpdate(1, 30000))
+	st := c.OK(1, "200")
+	if len(st.Body) != 100000 {
+		t.Errorf("%d bytes, want 100000", len(st.Body))
 	}
-	for _, n := range st.dataFrames {
+	for _, n := range st.DataFrames {
 		if n > 16384 {
 			t.Errorf("a DATA frame of %d bytes, past the default frame size", n)
 		}
@@ -325,13 +326,13 @@ func TestSettingsInitialWindowChange(t *testing.T) {
 // see REFUSED_STREAM.
 func TestStreamSlotFreeOnceAnswered(t *testing.T) {
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 1}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	const n = 2000
 	refused := 0
 	for i := range uint32(n) {
 		id := 2*i + 1
-		c.get(id, "/")
-		if st := c.response(id); st.rst != nil {
+		c.Get(id, "/")
+		if st := c.Response(id); st.RST != nil {
 			refused++
 		}
 	}

@@ -21,6 +21,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 )
 
 // TestFrameSize: the server announces the default SETTINGS_MAX_FRAME_SIZE,
@@ -30,52 +32,52 @@ import (
 // allocates nor waits for what such a header announces.
 func TestFrameSize(t *testing.T) {
 	const limit = 16384
-	post := func(c *rawClient) {
-		c.request(1, "POST", "/", false, "content-length", "16385")
+	post := func(c *h2raw.Client) {
+		c.Request(1, "POST", "/", false, "content-length", "16385")
 	}
 	for _, tc := range []struct {
 		name string
-		send func(c *rawClient)
+		send func(c *h2raw.Client)
 		ok   bool
 	}{{
 		name: "DATA at the limit",
-		send: func(c *rawClient) {
+		send: func(c *h2raw.Client) {
 			post(c)
-			c.check(c.fr.WriteData(1, false, []byte(strings.Repeat("a", limit))))
-			c.check(c.fr.WriteData(1, true, []byte("a")))
+			c.Check(c.Framer.WriteData(1, false, []byte(strings.Repeat("a", limit))))
+			c.Check(c.Framer.WriteData(1, true, []byte("a")))
 		},
 		ok: true,
 	}, {
 		name: "DATA over the limit",
-		send: func(c *rawClient) {
+		send: func(c *h2raw.Client) {
 			post(c)
-			c.check(c.fr.WriteData(1, true, []byte(strings.Repeat("a", limit+1))))
+			c.Check(c.Framer.WriteData(1, true, []byte(strings.Repeat("a", limit+1))))
 		},
 	}, {
 		name: "HEADERS over the limit",
-		send: func(c *rawClient) {
-			block := c.block(":method", "GET", ":scheme", "http", ":path", "/", ":authority", "example.test",
+		send: func(c *h2raw.Client) {
+			block := c.Block(":method", "GET", ":scheme", "http", ":path", "/", ":authority", "example.test",
 				"x-big", strings.Repeat("{", limit)) // no shorter in Huffman
-			c.check(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndStream: true, EndHeaders: true}))
+			c.Check(c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndStream: true, EndHeaders: true}))
 		},
 	}, {
 		name: "a frame header announcing 16 MiB",
-		send: func(c *rawClient) {
+		send: func(c *h2raw.Client) {
 			post(c)
-			_, err := c.nc.Write([]byte{0xff, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, 1})
-			c.check(err)
+			_, err := c.Conn.Write([]byte{0xff, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, 1})
+			c.Check(err)
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startServer(t, nil, okHandler)
-			c := connectRaw(t, f.addr)
+			c := h2raw.Connect(t, f.addr)
 			tc.send(c)
 			if !tc.ok {
-				c.wantGoAway(http2.ErrCodeFrameSize)
+				c.WantGoAway(http2.ErrCodeFrameSize)
 				return
 			}
-			if st := c.ok(1, "200"); st.header.Get("X-Read") != "16385" {
-				t.Errorf("the handler read %q bytes, want 16385", st.header.Get("X-Read"))
+			if st := c.OK(1, "200"); st.Header.Get("X-Read") != "16385" {
+				t.Errorf("the handler read %q bytes, want 16385", st.Header.Get("X-Read"))
 			}
 		})
 	}

@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -49,27 +50,27 @@ func shutdown(f *fixture) <-chan error {
 func TestShutdownGoAway(t *testing.T) {
 	g := newGate(t)
 	f := startServer(t, nil, holdHandler(g))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.alive() // the server has stream 1
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.Alive() // the server has stream 1
 	done := shutdown(f)
-	c.until("the GOAWAY", func() bool { return c.goAway != nil })
-	if c.goAway.code != http2.ErrCodeNo || c.goAway.lastID != 1 {
-		t.Errorf("GOAWAY %v naming stream %d, want NO_ERROR and 1", c.goAway.code, c.goAway.lastID)
+	c.Until("the GOAWAY", func() bool { return c.GoAway != nil })
+	if c.GoAway.Code != http2.ErrCodeNo || c.GoAway.LastID != 1 {
+		t.Errorf("GOAWAY %v naming stream %d, want NO_ERROR and 1", c.GoAway.Code, c.GoAway.LastID)
 	}
-	c.get(3, "/")
-	c.wantReset(3, http2.ErrCodeRefusedStream)
+	c.Get(3, "/")
+	c.WantReset(3, http2.ErrCodeRefusedStream)
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned (%v) with a stream open", err)
 	default:
 	}
 	g.open()
-	if st := c.ok(1, "200"); string(st.body) != "released" {
-		t.Errorf("body %q", st.body)
+	if st := c.OK(1, "200"); string(st.Body) != "released" {
+		t.Errorf("body %q", st.Body)
 	}
-	c.wantClosed()
-	_ = c.nc.Close()
+	c.WantClosed()
+	_ = c.Conn.Close()
 	if err := recv(t, done, "Shutdown to return"); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
@@ -79,12 +80,12 @@ func TestShutdownGoAway(t *testing.T) {
 // and is closed at once.
 func TestShutdownIdleConnection(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.ok(1, "200")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.OK(1, "200")
 	done := shutdown(f)
-	c.wantGoAway(http2.ErrCodeNo)
-	_ = c.nc.Close()
+	c.WantGoAway(http2.ErrCodeNo)
+	_ = c.Conn.Close()
 	if err := recv(t, done, "Shutdown to return"); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
@@ -135,20 +136,20 @@ func TestIdleTimeout(t *testing.T) {
 	const idle = 100 * time.Millisecond
 	g := newGate(t)
 	f := startServer(t, &h2server.Server{IdleTimeout: idle}, holdHandler(g))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
 	blockedIn(t, "holdHandler")
 	// A connection opened after c's stream, and idle, is closed: c has
 	// been without a stream for longer than IdleTimeout by then, had its
 	// open stream not counted.
-	idler := connectRaw(t, f.addr)
-	idler.wantGoAway(http2.ErrCodeNo)
-	c.alive()
+	idler := h2raw.Connect(t, f.addr)
+	idler.WantGoAway(http2.ErrCodeNo)
+	c.Alive()
 	g.open()
-	c.ok(1, "200")
-	c.wantGoAway(http2.ErrCodeNo)
-	if c.goAway.lastID != 1 {
-		t.Errorf("GOAWAY names stream %d, want 1", c.goAway.lastID)
+	c.OK(1, "200")
+	c.WantGoAway(http2.ErrCodeNo)
+	if c.GoAway.LastID != 1 {
+		t.Errorf("GOAWAY names stream %d, want 1", c.GoAway.LastID)
 	}
 	if strings.Contains(f.log.String(), "idle") {
 		t.Errorf("an idle close was logged:\n%s", f.log)
@@ -159,11 +160,11 @@ func TestIdleTimeout(t *testing.T) {
 // that does not answer it within PingTimeout is disconnected.
 func TestPingTimeout(t *testing.T) {
 	f := startServer(t, &h2server.Server{SendPingTimeout: 100 * time.Millisecond, PingTimeout: 100 * time.Millisecond}, okHandler)
-	c := connectRaw(t, f.addr)
-	c.noPingAck = true
-	for c.step() != nil {
+	c := h2raw.Connect(t, f.addr)
+	c.NoPingAck = true
+	for c.Step() != nil {
 	}
-	if len(c.pings) == 0 {
+	if len(c.Pings) == 0 {
 		t.Error("closed without a PING first")
 	}
 	eventually(t, "the close logged", func() bool { return strings.Contains(f.log.String(), "PING") })
@@ -172,10 +173,10 @@ func TestPingTimeout(t *testing.T) {
 // TestPingAnswered: a caller that answers the PINGs keeps its connection.
 func TestPingAnswered(t *testing.T) {
 	f := startServer(t, &h2server.Server{SendPingTimeout: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond}, okHandler)
-	c := connectRaw(t, f.addr)
-	c.until("three PINGs", func() bool { return len(c.pings) >= 3 })
-	c.get(1, "/")
-	c.ok(1, "200")
+	c := h2raw.Connect(t, f.addr)
+	c.Until("three PINGs", func() bool { return len(c.Pings) >= 3 })
+	c.Get(1, "/")
+	c.OK(1, "200")
 }
 
 // TestClientCloseCancelsRequest: a caller that closes its socket mid-stream
@@ -188,11 +189,11 @@ func TestClientCloseCancelsRequest(t *testing.T) {
 		<-r.Context().Done()
 		canceled <- r.Context().Err()
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
-	c.data(1, []byte("half a body"), false)
-	c.until("the partial answer", func() bool { st := c.streams[1]; return st != nil && len(st.body) > 0 })
-	_ = c.nc.Close()
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
+	c.Data(1, []byte("half a body"), false)
+	c.Until("the partial answer", func() bool { st := c.Streams[1]; return st != nil && len(st.Body) > 0 })
+	_ = c.Conn.Close()
 	if err := recv(t, canceled, "the request's context to end"); err == nil {
 		t.Error("context done without an error")
 	}
@@ -226,12 +227,12 @@ func TestGoingAwayCloseLosesNothing(t *testing.T) {
 		<-g.ch
 		_, _ = w.Write(make([]byte, size))
 	}))
-	c := connectRaw(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
-	c.check(c.fr.WriteWindowUpdate(0, 1<<31-1-65535))
-	c.get(1, "/")
-	c.alive()
+	c := h2raw.Connect(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	c.Check(c.Framer.WriteWindowUpdate(0, 1<<31-1-65535))
+	c.Get(1, "/")
+	c.Alive()
 	done := shutdown(f)
-	c.until("the GOAWAY", func() bool { return c.goAway != nil })
+	c.Until("the GOAWAY", func() bool { return c.GoAway != nil })
 	// One frame, one Write: the pinger's frames never interleave with the
 	// acks the reading side writes.
 	var ping bytes.Buffer
@@ -246,29 +247,29 @@ func TestGoingAwayCloseLosesNothing(t *testing.T) {
 				return
 			case <-time.After(200 * time.Microsecond):
 			}
-			if _, err := c.nc.Write(ping.Bytes()); err != nil {
+			if _, err := c.Conn.Write(ping.Bytes()); err != nil {
 				return
 			}
 		}
 	}()
 	defer func() { close(stop); <-pinged }()
 	g.open()
-	st := c.stream(1)
+	st := c.Stream(1)
 	// A slow reader, a frame per tick: the server's queue stays full.
 	slow := time.NewTicker(200 * time.Microsecond)
 	defer slow.Stop()
-	for !st.ended && st.rst == nil && c.closedErr == nil {
+	for !st.Ended && st.RST == nil && c.ClosedErr == nil {
 		<-slow.C
-		c.step()
+		c.Step()
 	}
-	if !st.ended || len(st.body) != size {
+	if !st.Ended || len(st.Body) != size {
 		t.Fatalf("%d of %d bytes, END_STREAM %v, reset %v, before the connection ended: %v\nserver log:\n%s",
-			len(st.body), size, st.ended, st.rst, c.closedErr, f.log)
+			len(st.Body), size, st.Ended, st.RST, c.ClosedErr, f.log)
 	}
-	for c.closedErr == nil {
-		c.step()
+	for c.ClosedErr == nil {
+		c.Step()
 	}
-	_ = c.nc.Close()
+	_ = c.Conn.Close()
 	if err := recv(t, done, "Shutdown to return"); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
@@ -67,83 +68,83 @@ func TestServerSettings(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startServer(t, tc.srv, okHandler)
-			c := connectRaw(t, f.addr)
+			c := h2raw.Connect(t, f.addr)
 			for id, v := range tc.want {
-				if got, ok := c.settings[id]; !ok || got != v {
+				if got, ok := c.Settings[id]; !ok || got != v {
 					t.Errorf("%v: %d (sent: %v), want %d", id, got, ok, v)
 				}
 			}
 			// The connection's WINDOW_UPDATE comes with the SETTINGS; the
 			// ack of ours after them.
-			c.until("the ack of our SETTINGS", func() bool { return c.settingsAcks > 0 })
-			if c.connWindow != tc.connWindow {
-				t.Errorf("connection window %d, want %d", c.connWindow, tc.connWindow)
+			c.Until("the ack of our SETTINGS", func() bool { return c.SettingsAcks > 0 })
+			if c.ConnWindow != tc.connWindow {
+				t.Errorf("connection window %d, want %d", c.ConnWindow, tc.connWindow)
 			}
-			c.get(1, "/")
-			c.ok(1, "200")
+			c.Get(1, "/")
+			c.OK(1, "200")
 		})
 	}
 }
 
 func TestPingIsAnswered(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	for range 3 {
-		c.alive() // checks the ack's data
+		c.Alive() // checks the ack's data
 	}
 }
 
 func TestFirstFrameNotSettings(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := dialRaw(t, f.addr)
-	c.check(c.fr.WritePing(false, [8]byte{1}))
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Dial(t, f.addr)
+	c.Check(c.Framer.WritePing(false, [8]byte{1}))
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 func TestFirstFrameSettingsAck(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := dialRaw(t, f.addr)
-	c.check(c.fr.WriteSettingsAck())
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Dial(t, f.addr)
+	c.Check(c.Framer.WriteSettingsAck())
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 func TestEvenStreamID(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.get(2, "/")
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c := h2raw.Connect(t, f.addr)
+	c.Get(2, "/")
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 func TestDecreasingStreamID(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.get(5, "/")
-	c.ok(5, "200")
-	c.alive() // stream 5's writer is done (TestGoAwayWhileWriting is about a busy one)
-	c.get(3, "/")
-	for c.goAway == nil && c.step() != nil {
+	c := h2raw.Connect(t, f.addr)
+	c.Get(5, "/")
+	c.OK(5, "200")
+	c.Alive() // stream 5's writer is done (TestGoAwayWhileWriting is about a busy one)
+	c.Get(3, "/")
+	for c.GoAway == nil && c.Step() != nil {
 	}
-	if c.goAway == nil {
-		t.Fatalf("connection closed (%v) without a GOAWAY for a stream id below one already used", c.closedErr)
+	if c.GoAway == nil {
+		t.Fatalf("connection closed (%v) without a GOAWAY for a stream id below one already used", c.ClosedErr)
 	}
-	if code := c.goAway.code; code != http2.ErrCodeProtocol && code != http2.ErrCodeStreamClosed {
+	if code := c.GoAway.Code; code != http2.ErrCodeProtocol && code != http2.ErrCodeStreamClosed {
 		t.Errorf("GOAWAY %v, want PROTOCOL_ERROR or STREAM_CLOSED", code)
 	}
-	if c.goAway.lastID != 5 {
-		t.Errorf("GOAWAY's last stream %d, want 5", c.goAway.lastID)
+	if c.GoAway.LastID != 5 {
+		t.Errorf("GOAWAY's last stream %d, want 5", c.GoAway.LastID)
 	}
 }
 
 func TestPushPromiseFromClient(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
-	c.ok(1, "200")
-	c.alive()
-	c.check(c.fr.WritePushPromise(http2.PushPromiseParam{
-		StreamID: 1, PromiseID: 2, BlockFragment: c.block(":method", "GET"), EndHeaders: true,
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
+	c.OK(1, "200")
+	c.Alive()
+	c.Check(c.Framer.WritePushPromise(http2.PushPromiseParam{
+		StreamID: 1, PromiseID: 2, BlockFragment: c.Block(":method", "GET"), EndHeaders: true,
 	}))
-	c.wantGoAway(http2.ErrCodeProtocol)
+	c.WantGoAway(http2.ErrCodeProtocol)
 }
 
 // TestMalformedRequests: each request breaks RFC 9113 8.3 or 8.2.2 and is
@@ -191,18 +192,18 @@ func TestMalformedRequests(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handled <- r.URL.Path
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	id := uint32(1)
 	for _, tc := range cases {
-		c.headers(id, tc.end, tc.kv...)
-		st := c.response(id)
-		if st.rst == nil || *st.rst != http2.ErrCodeProtocol {
-			t.Fatalf("%s: status %q, reset %v; want RST_STREAM PROTOCOL_ERROR", tc.name, st.status, st.rst)
+		c.Headers(id, tc.end, tc.kv...)
+		st := c.Response(id)
+		if st.RST == nil || *st.RST != http2.ErrCodeProtocol {
+			t.Fatalf("%s: status %q, reset %v; want RST_STREAM PROTOCOL_ERROR", tc.name, st.Status, st.RST)
 		}
 		id += 2
-		c.get(id, "/after") // the connection and its HPACK state are fine
-		if st := c.response(id); st.rst != nil || st.status != "200" {
-			t.Fatalf("after %s: status %q, reset %v", tc.name, st.status, st.rst)
+		c.Get(id, "/after") // the connection and its HPACK state are fine
+		if st := c.Response(id); st.RST != nil || st.Status != "200" {
+			t.Fatalf("after %s: status %q, reset %v", tc.name, st.Status, st.RST)
 		}
 		id += 2
 	}
@@ -216,9 +217,9 @@ func TestMalformedRequests(t *testing.T) {
 
 func TestTETrailersAllowed(t *testing.T) {
 	f := startServer(t, nil, okHandler)
-	c := connectRaw(t, f.addr)
-	c.request(1, "GET", "/", true, "te", "trailers")
-	c.ok(1, "200")
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "GET", "/", true, "te", "trailers")
+	c.OK(1, "200")
 }
 
 // TestContentLengthMismatch: DATA that disagrees with the content-length
@@ -232,34 +233,34 @@ func TestContentLengthMismatch(t *testing.T) {
 		readErr <- err
 		<-g.ch // the handler's return does not race the reset (see TestResetWinsOverHandlerEnd)
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	// Less than declared, then END_STREAM.
-	c.request(1, "POST", "/", false, "content-length", "10")
+	c.Request(1, "POST", "/", false, "content-length", "10")
 	recv(t, started, "the handler") // a stream reset in the same burst gets none
-	c.data(1, []byte("12345"), true)
-	c.wantReset(1, http2.ErrCodeProtocol)
+	c.Data(1, []byte("12345"), true)
+	c.WantReset(1, http2.ErrCodeProtocol)
 	if err := recv(t, readErr, "the handler's read"); err == nil {
 		t.Error("short body: Read ended cleanly")
 	}
 	// More than declared.
-	c.request(3, "POST", "/", false, "content-length", "3")
+	c.Request(3, "POST", "/", false, "content-length", "3")
 	recv(t, started, "the handler")
-	c.data(3, []byte("12345"), false)
-	c.wantReset(3, http2.ErrCodeProtocol)
+	c.Data(3, []byte("12345"), false)
+	c.WantReset(3, http2.ErrCodeProtocol)
 	if err := recv(t, readErr, "the handler's read"); err == nil {
 		t.Error("long body: Read ended cleanly")
 	}
 	// More than declared, over two frames.
-	c.request(5, "POST", "/", false, "content-length", "4")
+	c.Request(5, "POST", "/", false, "content-length", "4")
 	recv(t, started, "the handler")
-	c.data(5, []byte("123"), false)
-	c.data(5, []byte("45"), true)
-	c.wantReset(5, http2.ErrCodeProtocol)
+	c.Data(5, []byte("123"), false)
+	c.Data(5, []byte("45"), true)
+	c.WantReset(5, http2.ErrCodeProtocol)
 	if err := recv(t, readErr, "the handler's read"); err == nil {
 		t.Error("long body in two frames: Read ended cleanly")
 	}
 	g.open()
-	c.alive()
+	c.Alive()
 }
 
 // TestRequestTrailers: trailers after DATA reach req.Trailer once the body
@@ -274,25 +275,25 @@ func TestRequestTrailers(t *testing.T) {
 		w.Header().Set("X-Read", fmt.Sprint(r.ContentLength))
 		w.Header().Set("X-Trailer", r.Trailer.Get("X-T"))
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false, "trailer", "X-T")
-	c.data(1, []byte("some body"), false)
-	c.headers(1, true, "x-t", "trailer-value")
-	st := c.ok(1, "200")
-	if got := st.header.Get("X-Trailer"); got != "trailer-value" {
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false, "trailer", "X-T")
+	c.Data(1, []byte("some body"), false)
+	c.Headers(1, true, "x-t", "trailer-value")
+	st := c.OK(1, "200")
+	if got := st.Header.Get("X-Trailer"); got != "trailer-value" {
 		t.Errorf("the handler saw trailer %q", got)
 	}
-	if got := st.header.Get("X-Read"); got != "-1" {
+	if got := st.Header.Get("X-Read"); got != "-1" {
 		t.Errorf("the request's ContentLength %s, want -1 (unknown)", got)
 	}
 	// Trailers without END_STREAM, or with pseudo-fields, are malformed.
-	c.request(3, "POST", "/", false)
-	c.headers(3, false, "x-t", "v")
-	c.wantReset(3, http2.ErrCodeProtocol)
-	c.request(5, "POST", "/", false)
-	c.headers(5, true, ":path", "/", "x-t", "v")
-	c.wantReset(5, http2.ErrCodeProtocol)
-	c.alive()
+	c.Request(3, "POST", "/", false)
+	c.Headers(3, false, "x-t", "v")
+	c.WantReset(3, http2.ErrCodeProtocol)
+	c.Request(5, "POST", "/", false)
+	c.Headers(5, true, ":path", "/", "x-t", "v")
+	c.WantReset(5, http2.ErrCodeProtocol)
+	c.Alive()
 }
 
 // TestContinuationRequest: a request's header block split over HEADERS
@@ -301,15 +302,15 @@ func TestContinuationRequest(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Got", r.Header.Get("X-Long"))
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	long := strings.Repeat("v", 3000)
-	block := c.block(":method", "GET", ":scheme", "http", ":path", "/", ":authority", "a", "x-long", long)
-	c.check(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:10], EndStream: true}))
-	c.check(c.fr.WriteContinuation(1, false, block[10:100]))
-	c.check(c.fr.WriteContinuation(1, true, block[100:]))
-	st := c.ok(1, "200")
-	if st.header.Get("X-Got") != long {
-		t.Errorf("the handler saw X-Long of %d bytes, want %d", len(st.header.Get("X-Got")), len(long))
+	block := c.Block(":method", "GET", ":scheme", "http", ":path", "/", ":authority", "a", "x-long", long)
+	c.Check(c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:10], EndStream: true}))
+	c.Check(c.Framer.WriteContinuation(1, false, block[10:100]))
+	c.Check(c.Framer.WriteContinuation(1, true, block[100:]))
+	st := c.OK(1, "200")
+	if st.Header.Get("X-Got") != long {
+		t.Errorf("the handler saw X-Long of %d bytes, want %d", len(st.Header.Get("X-Got")), len(long))
 	}
 }
 
@@ -321,28 +322,28 @@ func TestHeaderListTooLarge(t *testing.T) {
 		ran <- struct{}{}
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
-	c := connectRaw(t, f.addr)
+	c := h2raw.Connect(t, f.addr)
 	var big []string
 	for i := range 20 {
 		big = append(big, fmt.Sprintf("x-h%02d", i), strings.Repeat(fmt.Sprint(i%10), 90))
 	}
-	c.request(1, "GET", "/", true, big...)
-	if st := c.ok(1, "431"); st.header.Get("Content-Type") == "" {
-		t.Errorf("431 answer without a content-type: %v", st.header)
+	c.Request(1, "GET", "/", true, big...)
+	if st := c.OK(1, "431"); st.Header.Get("Content-Type") == "" {
+		t.Errorf("431 answer without a content-type: %v", st.Header)
 	}
 	// With a body coming: 431, then RST_STREAM(NO_ERROR) stops the body.
-	c.request(3, "POST", "/", false, big...)
-	st := c.response(3)
-	if st.status != "431" {
-		t.Fatalf("stream 3: status %q, want 431", st.status)
+	c.Request(3, "POST", "/", false, big...)
+	st := c.Response(3)
+	if st.Status != "431" {
+		t.Fatalf("stream 3: status %q, want 431", st.Status)
 	}
-	c.until("the stream's reset", func() bool { return st.rst != nil })
-	if *st.rst != http2.ErrCodeNo {
-		t.Errorf("stream 3 reset with %v, want NO_ERROR", *st.rst)
+	c.Until("the stream's reset", func() bool { return st.RST != nil })
+	if *st.RST != http2.ErrCodeNo {
+		t.Errorf("stream 3 reset with %v, want NO_ERROR", *st.RST)
 	}
-	c.data(3, []byte("dropped"), true) // may still come: ignored
-	c.get(5, "/small")
-	c.ok(5, "200")
+	c.Data(3, []byte("dropped"), true) // may still come: ignored
+	c.Get(5, "/small")
+	c.OK(5, "200")
 	if n := len(ran); n != 1 {
 		t.Errorf("%d handlers ran, want only the small request's", n)
 	}
@@ -355,15 +356,15 @@ func TestResponseHeaderTableSize(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Repeated-Header", "the same value every time")
 	}))
-	c := dialRaw(t, f.addr)
-	c.dec = hpack.NewDecoder(0, nil)
-	c.dec.SetAllowedMaxDynamicTableSize(0)
-	c.fr.ReadMetaHeaders = c.dec
-	c.check(c.fr.WriteSettings(http2.Setting{ID: http2.SettingHeaderTableSize, Val: 0}))
+	c := h2raw.Dial(t, f.addr)
+	c.Decoder = hpack.NewDecoder(0, nil)
+	c.Decoder.SetAllowedMaxDynamicTableSize(0)
+	c.Framer.ReadMetaHeaders = c.Decoder
+	c.Check(c.Framer.WriteSettings(http2.Setting{ID: http2.SettingHeaderTableSize, Val: 0}))
 	for id := uint32(1); id < 10; id += 2 {
-		c.get(id, "/")
-		if st := c.ok(id, "200"); st.header.Get("X-Repeated-Header") != "the same value every time" {
-			t.Fatalf("stream %d: header %q", id, st.header.Get("X-Repeated-Header"))
+		c.Get(id, "/")
+		if st := c.OK(id, "200"); st.Header.Get("X-Repeated-Header") != "the same value every time" {
+			t.Fatalf("stream %d: header %q", id, st.Header.Get("X-Repeated-Header"))
 		}
 	}
 }

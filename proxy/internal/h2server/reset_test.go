@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2raw"
 )
 
 // TestResetWinsOverHandlerEnd: when the server resets a stream (here for
@@ -46,7 +48,7 @@ func TestResetWinsOverHandlerEnd(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	}))
-	c := connectRaw(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
+	c := h2raw.Connect(t, f.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10})
 	type breaker struct {
 		name  string
 		code  http2.ErrCode
@@ -54,17 +56,17 @@ func TestResetWinsOverHandlerEnd(t *testing.T) {
 	}
 	breakers := []breaker{
 		{"trailers without END_STREAM", http2.ErrCodeProtocol, func(id uint32) {
-			c.request(id, "POST", "/read", false)
-			c.alive() // the handler waits in Read
-			c.headers(id, false, "x-t", "v")
+			c.Request(id, "POST", "/read", false)
+			c.Alive() // the handler waits in Read
+			c.Headers(id, false, "x-t", "v")
 		}},
 		{"DATA past the content-length", http2.ErrCodeProtocol, func(id uint32) {
-			c.request(id, "POST", "/read", false, "content-length", "2")
-			c.alive()
-			c.data(id, []byte("three"), false)
+			c.Request(id, "POST", "/read", false, "content-length", "2")
+			c.Alive()
+			c.Data(id, []byte("three"), false)
 		}},
 		{"write deadline", http2.ErrCodeInternal, func(id uint32) {
-			c.get(id, "/write")
+			c.Get(id, "/write")
 		}},
 	}
 	id := uint32(1)
@@ -72,12 +74,12 @@ func TestResetWinsOverHandlerEnd(t *testing.T) {
 		clean := 0
 		for range 10 {
 			b.start(id)
-			st := c.response(id)
+			st := c.Response(id)
 			switch {
-			case st.rst == nil:
+			case st.RST == nil:
 				clean++
-			case *st.rst != b.code:
-				t.Errorf("%s: stream %d reset with %v, want %v", b.name, id, *st.rst, b.code)
+			case *st.RST != b.code:
+				t.Errorf("%s: stream %d reset with %v, want %v", b.name, id, *st.RST, b.code)
 			}
 			id += 2
 		}
@@ -96,20 +98,20 @@ func TestEarlyAnswerResetsUnfinishedRequest(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
 	}))
-	c := connectRaw(t, f.addr)
-	c.request(1, "POST", "/", false)
-	c.data(1, []byte(strings.Repeat("b", 1000)), false)
-	st := c.response(1)
-	if st.status != "413" || !st.ended {
-		t.Fatalf("status %q, ended %v, reset %v; want a complete 413", st.status, st.ended, st.rst)
+	c := h2raw.Connect(t, f.addr)
+	c.Request(1, "POST", "/", false)
+	c.Data(1, []byte(strings.Repeat("b", 1000)), false)
+	st := c.Response(1)
+	if st.Status != "413" || !st.Ended {
+		t.Fatalf("status %q, ended %v, reset %v; want a complete 413", st.Status, st.Ended, st.RST)
 	}
-	if !c.untilWithin(2*time.Second, func() bool { return st.rst != nil }) {
+	if !c.UntilWithin(2*time.Second, func() bool { return st.RST != nil }) {
 		t.Fatal("no RST_STREAM(NO_ERROR) after the early answer: the caller is never told to stop sending its body")
 	}
-	if *st.rst != http2.ErrCodeNo {
-		t.Errorf("reset with %v, want NO_ERROR", *st.rst)
+	if *st.RST != http2.ErrCodeNo {
+		t.Errorf("reset with %v, want NO_ERROR", *st.RST)
 	}
-	c.alive()
+	c.Alive()
 }
 
 // TestResetNotSentTwice: a stream the caller reset gets no RST_STREAM of
@@ -122,10 +124,10 @@ func TestResetNotSentTwice(t *testing.T) {
 		_, err := io.WriteString(w, "too late")
 		done <- err
 	}))
-	c := connectRaw(t, f.addr)
-	c.get(1, "/")
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/")
 	recv(t, started, "the handler") // a stream reset in the same burst gets none
-	c.check(c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
 	err := recv(t, done, "the handler's write")
 	if err == nil {
 		t.Error("a write on a stream the caller reset succeeded")
@@ -133,14 +135,14 @@ func TestResetNotSentTwice(t *testing.T) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("write error %v, want the reset's", err)
 	}
-	c.alive()
-	c.get(3, "/never-answered")
+	c.Alive()
+	c.Get(3, "/never-answered")
 	recv(t, started, "the handler")
-	c.check(c.fr.WriteRSTStream(3, http2.ErrCodeCancel))
+	c.Check(c.Framer.WriteRSTStream(3, http2.ErrCodeCancel))
 	recv(t, done, "the handler's write")
-	c.alive()
+	c.Alive()
 	for _, id := range []uint32{1, 3} {
-		if st := c.streams[id]; st != nil {
+		if st := c.Streams[id]; st != nil {
 			t.Errorf("stream %d, which the caller reset, got frames: %+v", id, st)
 		}
 	}
@@ -161,22 +163,22 @@ func TestGoAwayWhileWriting(t *testing.T) {
 	const conns = 10
 	missing := 0
 	for range conns {
-		c := connectRaw(t, f.addr,
+		c := h2raw.Connect(t, f.addr,
 			http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1},
 			http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
-		c.fr.SetMaxReadFrameSize(1 << 20)
-		c.check(c.fr.WriteWindowUpdate(0, 1<<31-1-65535))
-		c.get(1, "/stream")
-		c.until("the answer streaming", func() bool { st := c.streams[1]; return st != nil && len(st.body) > 1<<20 })
-		c.get(2, "/") // even: a connection error
-		for c.goAway == nil && c.step() != nil {
+		c.Framer.SetMaxReadFrameSize(1 << 20)
+		c.Check(c.Framer.WriteWindowUpdate(0, 1<<31-1-65535))
+		c.Get(1, "/stream")
+		c.Until("the answer streaming", func() bool { st := c.Streams[1]; return st != nil && len(st.Body) > 1<<20 })
+		c.Get(2, "/") // even: a connection error
+		for c.GoAway == nil && c.Step() != nil {
 		}
-		if c.goAway == nil {
+		if c.GoAway == nil {
 			missing++
-		} else if c.goAway.code != http2.ErrCodeProtocol {
-			t.Errorf("GOAWAY %v, want PROTOCOL_ERROR", c.goAway.code)
+		} else if c.GoAway.Code != http2.ErrCodeProtocol {
+			t.Errorf("GOAWAY %v, want PROTOCOL_ERROR", c.GoAway.Code)
 		}
-		_ = c.nc.Close()
+		_ = c.Conn.Close()
 	}
 	if missing > 0 {
 		t.Errorf("%d of %d connections closed for a protocol error without a GOAWAY", missing, conns)

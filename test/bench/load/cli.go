@@ -95,8 +95,12 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.BoolVar(&cfg.NoPin, "no-pin", false, "do not pin processes to cores")
 	penv := fs.String("proxy-env", "", "extra environment of the proxy peers, comma-separated K=V (experiments: GOGC=50)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of the proxy-pprof peer and the load generator here")
+	fs.IntVar(&cfg.HeaderBytes, "header-bytes", 0, "add a header of about this many bytes to every held call (0: none; at most the proxy's FORWARD_MAX_HEADER_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cfg.HeaderBytes < 0 {
+		return fmt.Errorf("-header-bytes: want 0 or more")
 	}
 	var err error
 	if cfg.HeldH2C, err = ints(*n); err != nil {

@@ -79,3 +79,17 @@ func TestDefaultsScale(t *testing.T) {
 		})
 	}
 }
+
+func TestPaddingValue(t *testing.T) {
+	for _, n := range []int{60000, 1000, len(paddingHeader) + 5} {
+		line := paddingHeader + ": " + paddingValue(n) + "\r\n"
+		if len(line) != n {
+			t.Errorf("paddingValue(%d) makes a %d-byte header line", n, len(line))
+		}
+	}
+	for _, n := range []int{0, len(paddingHeader) + 4} {
+		if v := paddingValue(n); v != "" {
+			t.Errorf("paddingValue(%d) = %q, want none: no room for a value", n, v)
+		}
+	}
+}

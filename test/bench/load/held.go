@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +56,7 @@ func (hc *heldCalls) fail(err error) {
 // runHeld makes peer hold n calls to the slow sink over protocol and
 // measures its memory, CPU and the latency it adds while it holds them.
 func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r result.HeldRun) {
-	r = result.HeldRun{Peer: peer, Protocol: protocol, N: n}
+	r = result.HeldRun{Peer: peer, Protocol: protocol, N: n, HeaderBytes: o.cfg.HeaderBytes}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sk, err := o.startSink(ctx)
@@ -146,6 +147,7 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest string, n int) *heldCalls {
 	hc := &heldCalls{}
 	sem := make(chan struct{}, openingLimit)
+	padding := paddingValue(o.cfg.HeaderBytes)
 	hc.wg.Go(func() {
 		for i := range n {
 			select {
@@ -160,6 +162,9 @@ func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest st
 				defer sent()
 				tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent() }})
 				req, err := newCall(tctx, base, sink.PathHold, dest, uint64(i))
+				if err == nil && padding != "" {
+					req.Header[paddingHeader] = []string{padding}
+				}
 				if err == nil {
 					_, err = roundTripErr(rt, req)
 				}
@@ -171,6 +176,19 @@ func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest st
 		}
 	})
 	return hc
+}
+
+// paddingHeader is the extra header of held calls (Config.HeaderBytes).
+const paddingHeader = "X-Bench-Padding"
+
+// paddingValue is a value that makes paddingHeader's line ("name: value"
+// and CRLF) n bytes long, or "" when n leaves no room for one.
+func paddingValue(n int) string {
+	m := n - len(paddingHeader) - len(": \r\n")
+	if m <= 0 {
+		return ""
+	}
+	return strings.Repeat("p", m)
 }
 
 // settle waits until the peer has been nearly idle (under 5 % of a core)

@@ -86,6 +86,10 @@ type Config struct {
 	RampTimeout time.Duration
 	// MaxHold is the longest a sink holds a call unreleased. If zero, 5m.
 	MaxHold time.Duration
+	// HeaderBytes, if set, adds a header of about that many bytes (name,
+	// value and the line's punctuation) to every held call, to measure
+	// what large headers cost a held call. Probes never carry it.
+	HeaderBytes int
 	// Concurrency is the throughput scenario's closed-loop workers.
 	// If zero, 64.
 	Concurrency int

@@ -79,6 +79,9 @@ type HeldRun struct {
 	Peer     string `json:"peer"`
 	Protocol string `json:"protocol"`
 	N        int    `json:"n"`
+	// HeaderBytes is the size of the extra header every held call carried
+	// (loadgen run -header-bytes); 0 for none.
+	HeaderBytes int `json:"headerBytes,omitempty"`
 	// Reached is how many calls the sink saw held at once (N when all
 	// went through).
 	Reached int `json:"reached"`

@@ -1,0 +1,320 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hostile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
+)
+
+// suiteEnv is the environment of every proxy of the suite, on top of
+// testproc's (loopback destinations allowed).
+var suiteEnv = []string{
+	// The abuse threshold of the HTTP/2 server: a connection is cut once
+	// it resets, or sends frames that carry no request, more than this
+	// (and more than it completed).
+	"FORWARD_H2_MAX_CONCURRENT_STREAMS=100",
+	"FORWARD_READ_HEADER_TIMEOUT=2s",
+	"FORWARD_LOG_LEVEL=warn",
+}
+
+// Bounds every attack is held to, once it is over.
+const (
+	// goroutineSlack: goroutines above the baseline the proxy may keep
+	// (an outbound connection or two to the sink, each with its reader).
+	goroutineSlack = 16
+	// heapSlack: the most the heap in use may grow during an attack. The
+	// attacks send at most a few MiB; a proxy that kept what they
+	// announce (16 MiB frames, megabytes of decoded headers per stream)
+	// would pass it.
+	heapSlack = 64 << 20
+	// recoverWithin bounds the wait for goroutines to come back.
+	recoverWithin = 30 * time.Second
+)
+
+// sink is the destination: the legitimate caller's requests (header
+// X-Legit) are answered at once; any other request is counted and held
+// until its caller goes or the test ends.
+type sink struct {
+	*httptest.Server
+	attack atomic.Int64 // requests that are not the legitimate caller's
+	stop   chan struct{}
+}
+
+func newSink(t *testing.T) *sink {
+	t.Helper()
+	s := &sink{stop: make(chan struct{})}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Legit") != "" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		s.attack.Add(1)
+		select {
+		case <-r.Context().Done():
+		case <-s.stop:
+		}
+	}))
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetHTTP1(true)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Start()
+	t.Cleanup(s.Close)
+	t.Cleanup(func() { close(s.stop) }) // before Close, which waits for the handlers
+	return s
+}
+
+// legit is the legitimate caller: one request every 100 ms over one h2c
+// connection of its own, opened before the attack, through the proxy to
+// the sink.
+type legit struct {
+	t      *testing.T
+	client *http.Client
+	url    string
+	dest   string
+
+	mu        sync.Mutex
+	latencies []time.Duration
+	failures  []string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startLegit(t *testing.T, proxyURL, dest string) *legit {
+	t.Helper()
+	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	l := &legit{t: t, client: &http.Client{Transport: tr}, url: proxyURL, dest: dest, done: make(chan struct{})}
+	// The first call opens the connection; it must work before the
+	// attack starts.
+	if err := l.call(t.Context()); err != nil {
+		t.Fatalf("the legitimate caller's first call: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	l.cancel = cancel
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			err := l.call(ctx)
+			l.mu.Lock()
+			if err != nil {
+				l.failures = append(l.failures, err.Error())
+			} else {
+				l.latencies = append(l.latencies, time.Since(start))
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// call sends one request and wants the sink's answer.
+func (l *legit) call(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, strings.NewReader(`{"legit":true}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Kn-Forward-To", l.dest)
+	req.Header.Set("X-Legit", "1")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		return fmt.Errorf("%s: %q", resp.Status, body)
+	}
+	return nil
+}
+
+// answered returns how many calls were answered so far.
+func (l *legit) answered() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.latencies)
+}
+
+// stop ends the caller and returns its latencies and failures.
+func (l *legit) stop() ([]time.Duration, []string) {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.latencies), slices.Clone(l.failures)
+}
+
+// percentile returns the q-th quantile (0 to 1) of ds, sorted in place.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+// runtimeSample is what the proxy's /metrics says of its Go runtime.
+type runtimeSample struct {
+	goroutines int
+	heap       int64 // bytes in use
+}
+
+func sampleRuntime(url string) (runtimeSample, error) {
+	fams, err := testproc.Scrape(url)
+	if err != nil {
+		return runtimeSample{}, err
+	}
+	return runtimeSample{
+		goroutines: int(testproc.Value(fams, "go_goroutines", nil)),
+		heap:       int64(testproc.Value(fams, "go_memstats_heap_inuse_bytes", nil)),
+	}, nil
+}
+
+// sampler polls the proxy's runtime every 25 ms and keeps the peaks.
+type sampler struct {
+	mu     sync.Mutex
+	peak   runtimeSample
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startSampler(ctx context.Context, url string) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if r, err := sampleRuntime(url); err == nil {
+				s.mu.Lock()
+				s.peak.goroutines = max(s.peak.goroutines, r.goroutines)
+				s.peak.heap = max(s.peak.heap, r.heap)
+				s.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() runtimeSample {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// arena is what an attack works against: a proxy process and its sink.
+type arena struct {
+	proc *testproc.Proc
+	addr string // the proxy's host:port
+	sink *sink
+}
+
+// attack is one attack class: run makes the attack a bounded number of
+// times, checks what the proxy does to the attacker, and closes the
+// attacker's connections before it returns.
+type attack struct {
+	name string
+	env  []string // on top of suiteEnv
+	run  func(t *testing.T, a *arena)
+}
+
+// figures are what one attack cost, for the log and docs/benchmarks.md.
+type figures struct {
+	name                 string
+	legit                int
+	p50, p99             time.Duration
+	base, peak           runtimeSample
+	attackRequestsAtSink int64
+}
+
+// runAttack starts a proxy, a sink and the legitimate caller, makes the
+// attack and holds the proxy to the suite's bounds.
+func runAttack(t *testing.T, at attack) figures {
+	t.Helper()
+	s := newSink(t)
+	port := testproc.FreePort(t)
+	p := testproc.StartProxy(t, proxyBin, port, testproc.FreePort(t), append(slices.Clone(suiteEnv), at.env...)...)
+	a := &arena{proc: p, addr: strings.TrimPrefix(p.URL, "http://"), sink: s}
+	l := startLegit(t, p.URL, s.URL+"/legit")
+	testproc.Eventually(t, 10*time.Second, "the legitimate caller is answered", func() bool { return l.answered() >= 2 })
+	base, err := sampleRuntime(p.MetricsURL)
+	if err != nil {
+		t.Fatalf("scraping the proxy: %v", err)
+	}
+	smp := startSampler(t.Context(), p.MetricsURL)
+
+	at.run(t, a)
+
+	var now runtimeSample
+	testproc.Eventually(t, recoverWithin, fmt.Sprintf("the proxy's goroutines are back within %d of %d", goroutineSlack, base.goroutines), func() bool {
+		now, err = sampleRuntime(p.MetricsURL)
+		return err == nil && now.goroutines <= base.goroutines+goroutineSlack
+	})
+	// The legitimate caller goes on a moment after the attack.
+	after := l.answered()
+	testproc.Eventually(t, 10*time.Second, "the legitimate caller is answered after the attack", func() bool { return l.answered() >= after+3 })
+	peak := smp.stop()
+	lat, failures := l.stop()
+
+	f := figures{name: at.name, legit: len(lat), p50: percentile(lat, 0.5), p99: percentile(lat, 0.99),
+		base: base, peak: peak, attackRequestsAtSink: s.attack.Load()}
+	t.Logf("%s: legitimate caller answered %d times, p50 %s, p99 %s; goroutines %d at rest, %d at the peak, %d after; heap in use %.1f MiB at rest, %.1f MiB at the peak; %d attack requests reached the sink",
+		at.name, f.legit, f.p50.Round(10*time.Microsecond), f.p99.Round(10*time.Microsecond), base.goroutines, peak.goroutines, now.goroutines,
+		float64(base.heap)/(1<<20), float64(peak.heap)/(1<<20), f.attackRequestsAtSink)
+	if len(failures) > 0 {
+		t.Errorf("the legitimate caller failed %d times during the attack (answered %d): first %q", len(failures), len(lat), failures[0])
+	}
+	if peak.heap > base.heap+heapSlack {
+		t.Errorf("the heap in use peaked at %.1f MiB, %.1f MiB above its %.1f MiB at rest (bound %d MiB)",
+			float64(peak.heap)/(1<<20), float64(peak.heap-base.heap)/(1<<20), float64(base.heap)/(1<<20), heapSlack>>20)
+	}
+	return f
+}
