@@ -19,6 +19,7 @@ limitations under the License.
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	neturl "net/url"
@@ -29,8 +30,10 @@ import (
 
 // Destination protocols for FORWARD_DESTINATION_PROTOCOL.
 const (
-	// ProtocolAuto speaks h2c to a destination when the caller came over
-	// HTTP/2 and HTTP/1.1 otherwise, as Knative's activator does.
+	// ProtocolAuto speaks h2c with prior knowledge to the plain-http
+	// destinations whose host matches FORWARD_H2C_HOSTS, and HTTP/1.1 to
+	// every other one. Nothing is sent to learn what a destination speaks:
+	// the operator says so.
 	ProtocolAuto = "auto"
 	// ProtocolHTTP1 always speaks HTTP/1.1 to plain-http destinations.
 	ProtocolHTTP1 = "http1"
@@ -97,6 +100,11 @@ type Proxy struct {
 	// DestinationProtocol is auto, http1 or h2c
 	// (FORWARD_DESTINATION_PROTOCOL); if unset, auto.
 	DestinationProtocol string
+	// H2CHosts are the host patterns, with FORWARD_ALLOWED_HOSTS' syntax,
+	// of the plain-http destinations that auto speaks h2c to
+	// (FORWARD_H2C_HOSTS); if unset, none: HTTP/1.1 to every plain-http
+	// destination.
+	H2CHosts []string
 	// DialTimeout bounds DNS and connect (FORWARD_DIAL_TIMEOUT); if unset, 5 s.
 	DialTimeout time.Duration
 	// IdleConnTimeout keeps outbound connections pooled between ticks
@@ -235,6 +243,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		IdleTimeout:            r.duration("FORWARD_IDLE_TIMEOUT", 5*time.Minute),
 		BodyIdleTimeout:        r.duration("FORWARD_BODY_IDLE_TIMEOUT", 30*time.Second),
 		DestinationProtocol:    r.oneOf("FORWARD_DESTINATION_PROTOCOL", ProtocolAuto, ProtocolHTTP1, ProtocolH2C),
+		H2CHosts:               r.hosts("FORWARD_H2C_HOSTS", nil),
 		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),
 		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
 		MaxIdleConnsPerHost:    r.positiveInt("FORWARD_MAX_IDLE_CONNS_PER_HOST", 1024),
@@ -457,19 +466,51 @@ func (r *reader) list(name string) []string {
 }
 
 func (r *reader) hosts(name string, def []string) []string {
-	v := r.list(name)
-	if v == nil {
+	v, ok := r.get(name)
+	if !ok {
 		return def
 	}
-	for i, h := range v {
-		h = strings.TrimSuffix(strings.ToLower(h), ".")
+	hosts, err := ParseHostPatterns(v)
+	var bad *HostPatternError
+	if errors.As(err, &bad) {
+		r.fail(name, bad.Pattern, hostPatternsWanted)
+		return def
+	}
+	if hosts == nil {
+		return def // only commas
+	}
+	return hosts
+}
+
+const hostPatternsWanted = "want host patterns such as *.svc.cluster.local or an exact host name"
+
+// HostPatternError is the pattern ParseHostPatterns refused.
+type HostPatternError struct{ Pattern string }
+
+func (e *HostPatternError) Error() string {
+	return strconv.Quote(e.Pattern) + ": " + hostPatternsWanted
+}
+
+// ParseHostPatterns reads a comma-separated list of host patterns, the
+// syntax of FORWARD_ALLOWED_HOSTS and FORWARD_H2C_HOSTS: "*.suffix", an
+// exact host name, or "*". Patterns are lower-cased and lose a trailing
+// dot; empty items are skipped, so a list of commas alone is nil. An
+// invalid pattern is a *HostPatternError.
+func ParseHostPatterns(v string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		h := strings.TrimSuffix(strings.ToLower(f), ".")
 		wild := strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
 		if wild || strings.Contains(h[min(1, len(h)):], "*") || strings.ContainsAny(h, "/:@ ") || h == "" {
-			r.fail(name, v[i], "want host patterns such as *.svc.cluster.local or an exact host name")
+			return nil, &HostPatternError{Pattern: f}
 		}
-		v[i] = h
+		out = append(out, h)
 	}
-	return v
+	return out, nil
 }
 
 // kubernetesAPI parses KUBERNETES_SERVICE_HOST, which Kubernetes sets to

@@ -128,6 +128,10 @@ func TestProxyFromEnv(t *testing.T) {
 			p.AllowedHosts = []string{"sink.ns.svc", "*.example.com", "*"}
 		}},
 		{name: "FORWARD_ALLOWED_HOSTS only commas", env: map[string]string{"FORWARD_ALLOWED_HOSTS": " , ,"}, want: func(*Proxy) {}},
+		{name: "FORWARD_H2C_HOSTS normalised as FORWARD_ALLOWED_HOSTS", env: map[string]string{"FORWARD_H2C_HOSTS": "Sink.NS.svc., *.H2C.example ,,*"}, want: func(p *Proxy) {
+			p.H2CHosts = []string{"sink.ns.svc", "*.h2c.example", "*"}
+		}},
+		{name: "FORWARD_H2C_HOSTS only commas", env: map[string]string{"FORWARD_H2C_HOSTS": " , ,"}, want: func(*Proxy) {}},
 		{name: "FORWARD_ALLOWED_CIDRS", env: map[string]string{"FORWARD_ALLOWED_CIDRS": "127.0.0.0/8, ::1/128"}, want: func(p *Proxy) {
 			p.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 		}},
@@ -232,6 +236,7 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"PORT", ports},
 		{"METRICS_PORT", ports},
 		{"FORWARD_ALLOWED_HOSTS", hosts},
+		{"FORWARD_H2C_HOSTS", hosts},
 		{"FORWARD_ALLOWED_CIDRS", cidrs},
 		{"FORWARD_DENIED_CIDRS", cidrs},
 		{"FORWARD_MAX_INFLIGHT", positive},

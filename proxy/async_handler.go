@@ -74,7 +74,6 @@ type job struct {
 	method  string
 	header  http.Header
 	body    []byte
-	http2   bool              // the caller came over HTTP/2
 	span    trace.SpanContext // the call's server span: parent of the attempts
 	bag     baggage.Baggage
 	backoff delivery.Backoff
@@ -109,9 +108,8 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Add(headerCDNLoop, a.p.LoopID)
 	j := &job{
 		c: c, method: r.Method, header: h, body: body,
-		http2: r.ProtoMajor == 2,
-		span:  trace.SpanContextFromContext(r.Context()),
-		bag:   baggage.FromContext(r.Context()),
+		span: trace.SpanContextFromContext(r.Context()),
+		bag:  baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
 			Retries: c.retries, Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
@@ -179,7 +177,7 @@ func (a *Async) try(j *job, attempt int) {
 		req.Header = j.header.Clone()
 	}
 	t := a.h1
-	if a.p.useH2C(ctx, j.http2, j.c) {
+	if a.p.useH2C(j.c) {
 		t = a.h2c
 	}
 	delivery.Start(t, req, func(resp *http.Response, err error) {

@@ -39,10 +39,13 @@ import (
 type ForwardParams struct {
 	// Transports reach destinations. Required.
 	Transports *delivery.Transports
-	// Protocol is config.ProtocolAuto (h2c when the caller came over
-	// HTTP/2 and the destination speaks it), ProtocolHTTP1 or ProtocolH2C.
-	// If empty, auto.
+	// Protocol is config.ProtocolAuto (h2c to the plain-http destinations
+	// H2CHosts names, HTTP/1.1 to the others), ProtocolHTTP1 or
+	// ProtocolH2C (every plain-http destination). If empty, auto.
 	Protocol string
+	// H2CHosts are the host patterns (FORWARD_H2C_HOSTS) of the
+	// destinations auto speaks h2c to. If empty, none.
+	H2CHosts []string
 	// MaxEventBytes bounds bodies of unknown length. If zero, 4 MiB.
 	MaxEventBytes int64
 	// LoopID is written into CDN-Loop. If empty, DefaultLoopID.
@@ -81,23 +84,18 @@ func (p *ForwardParams) defaults() {
 	}
 }
 
-// useH2C reports whether call c, which arrived over HTTP/2 or not, goes
-// out over h2c. Only plain-http destinations can. In auto mode, as
-// Knative's activator does, an HTTP/2 caller gets h2c to the destination,
-// but only once the prober has seen that the destination speaks it: a plain
-// HTTP/1.1 sink then still gets HTTP/1.1 instead of a failed call.
-func (p *ForwardParams) useH2C(ctx context.Context, inboundHTTP2 bool, c *call) bool {
-	switch {
-	case c.dest.Scheme != "http":
-		return false
-	case p.Protocol == config.ProtocolH2C:
-		return true
-	case p.Protocol != config.ProtocolAuto || !inboundHTTP2:
-		return false
-	case p.Transports.Prober == nil:
-		return true
+// useH2C reports whether call c goes out over h2c. Only plain-http
+// destinations can; in auto mode, those H2CHosts names. Whatever protocol
+// the caller came with: a plain HTTP/1.1 sink gets HTTP/1.1 behind an h2c
+// caller, and nothing is sent to it that its caller did not send.
+func (p *ForwardParams) useH2C(c *call) bool {
+	switch p.Protocol {
+	case config.ProtocolH2C:
+		return c.dest.Scheme == "http"
+	case config.ProtocolAuto:
+		return delivery.H2CTo(c.dest, p.H2CHosts)
 	default:
-		return p.Transports.Prober.Supports(ctx, c.destKey)
+		return false
 	}
 }
 
@@ -230,7 +228,7 @@ func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
 		x.stop = context.AfterFunc(f.p.Stop, cancel)
 	}
 	x.out = r.WithContext(ctx)
-	x.h2c = f.p.useH2C(ctx, r.ProtoMajor == 2, c)
+	x.h2c = f.p.useH2C(c)
 	f.outbound(x.out, c, w)
 	return x
 }

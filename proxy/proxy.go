@@ -125,6 +125,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		Stop:            stopCtx,
 		Transports:      o.transports,
 		Protocol:        cfg.DestinationProtocol,
+		H2CHosts:        cfg.H2CHosts,
 		MaxEventBytes:   cfg.MaxEventBytes,
 		LoopID:          o.loopID,
 		BodyIdleTimeout: cfg.BodyIdleTimeout,
