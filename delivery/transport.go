@@ -90,9 +90,6 @@ type Transports struct {
 	TLS *http.Transport
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
 	H2C *h2c.Transport
-	// Prober tells whether a destination speaks h2c, through the same
-	// guarded dialer.
-	Prober *H2CProber
 }
 
 // NewTransports builds the transports from p.
@@ -146,7 +143,6 @@ func NewTransports(p TransportParams) *Transports {
 	return &Transports{
 		HTTP1: bySchemeTransport{plain: plain, tls: tls},
 		Plain: plain, TLS: tls, H2C: h2,
-		Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout},
 	}
 }
 
