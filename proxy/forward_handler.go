@@ -144,7 +144,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, x.out, x.c, err)
 		return
 	}
-	f.answer(w, x.out, resp)
+	f.answer(w, x.out, x.c, resp)
 }
 
 // roundTrip sends x's call and waits for the answer.
@@ -199,7 +199,7 @@ func (x *forwarding) resumed(resp *http.Response, err error) {
 		x.f.fail(x.w, x.out, x.c, err)
 		return
 	}
-	x.f.answer(x.w, x.out, resp)
+	x.f.answer(x.w, x.out, x.c, resp)
 }
 
 // forwarding is one synchronous call in the forwarder: what its end
@@ -315,10 +315,18 @@ var (
 	noUserAgent = []string{""}
 )
 
-// answer streams resp, the destination's answer, to the caller. A break in
-// the middle, on either side, aborts the caller's answer (the caller sees
-// a reset, not a short body that looks complete).
-func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.Response) {
+// answer streams resp, the destination's answer, to the caller. The head
+// goes out with the first part of the body: a destination that breaks off
+// before any byte of its body came has had nothing of its answer passed
+// on, and the caller gets 502 unreachable (or what failureReason says, as
+// for a call with no answer). A break after that aborts the caller's
+// answer once what came is flushed, so that the caller sees it broken
+// (fewer bytes than the declared length, chunks without the last, an
+// HTTP/2 stream reset), never a short body that looks complete; it is
+// logged (observeHandler.record) with the event's id. WriteHeader puts
+// nothing on the wire in either server (the first Write or Flush does),
+// so waiting for the first part delays no head a caller would have seen.
+func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, c *call, resp *http.Response) {
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusSwitchingProtocols:
@@ -328,6 +336,13 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 		// net/http's transport passes any three digits on; written back,
 		// such a status would panic the server.
 		writeError(w, ReasonUnreachable, "the destination answered with status "+strconv.Itoa(resp.StatusCode)+", which is not an HTTP status")
+		return
+	}
+	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
+	defer copyBufferPool.Put(buf)
+	n, rerr := readSome(resp.Body, buf[:])
+	if n == 0 && rerr != nil && rerr != io.EOF {
+		f.fail(w, out, c, fmt.Errorf("the answer of %s broke off before its body: %w", c.dest.Host, rerr))
 		return
 	}
 	removeHopByHop(resp.Header)
@@ -344,8 +359,11 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 		h["Content-Type"] = nil
 	}
 	w.WriteHeader(resp.StatusCode)
-	if err := copyAnswer(w, resp); err != nil {
-		f.logger.Debugw("Answer broke off", zap.String("destination", out.URL.Host), zap.Error(err))
+	if err := copyAnswer(w, resp, buf, n, rerr); err != nil {
+		// What was written goes out before the abort, the head with it:
+		// the caller sees a broken answer, not none.
+		_ = http.NewResponseController(w).Flush()
+		c.brokeOff = err
 		panic(http.ErrAbortHandler)
 	}
 	// Trailers the destination did not announce come too: the prefix
@@ -355,18 +373,26 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 	}
 }
 
-// copyAnswer copies resp's body to w through a pooled buffer, flushing
+// readSome reads into p until it has bytes or an error.
+func readSome(r io.Reader, p []byte) (int, error) {
+	for {
+		n, err := r.Read(p)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+}
+
+// copyAnswer writes the n bytes of buf that came first (with rerr, their
+// read's error), then copies the rest of resp's body through buf, flushing
 // after every write when the answer streams (no declared length, or
 // server-sent events), as a client waiting for each part expects.
-func copyAnswer(w http.ResponseWriter, resp *http.Response) error {
+func copyAnswer(w http.ResponseWriter, resp *http.Response, buf *[copyBufferSize]byte, n int, rerr error) error {
 	var flush func() error
 	if resp.ContentLength == -1 || isEventStream(resp.Header) {
 		flush = http.NewResponseController(w).Flush
 	}
-	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
-	defer copyBufferPool.Put(buf)
 	for {
-		n, rerr := resp.Body.Read(buf[:])
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return err
@@ -383,6 +409,7 @@ func copyAnswer(w http.ResponseWriter, resp *http.Response) error {
 		case rerr != nil:
 			return rerr
 		}
+		n, rerr = resp.Body.Read(buf[:])
 	}
 }
 
