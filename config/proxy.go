@@ -93,6 +93,12 @@ type Proxy struct {
 	// BodyIdleTimeout fails a request whose body stops coming for this long
 	// (FORWARD_BODY_IDLE_TIMEOUT), answered 400 bad_request; if unset, 30 s.
 	BodyIdleTimeout time.Duration
+	// BodyMinRate fails a request whose body comes slower than this many
+	// bytes a second on average, counted over the time the proxy waits for
+	// it past a first BodyIdleTimeout (FORWARD_BODY_MIN_RATE), answered 400
+	// bad_request as a stalled body; 0 turns it off; if unset,
+	// DefaultBodyMinRate.
+	BodyMinRate int64
 	// IdleTimeout closes idle inbound connections (FORWARD_IDLE_TIMEOUT);
 	// if unset, 5 minutes.
 	IdleTimeout time.Duration
@@ -207,6 +213,17 @@ type Proxy struct {
 	MaxConnections int
 }
 
+// DefaultBodyMinRate is FORWARD_BODY_MIN_RATE's default, in bytes a
+// second. It cuts a body trickled at a byte a second once the first
+// FORWARD_BODY_IDLE_TIMEOUT of waiting for it is spent (1 byte a second
+// against 1024 allowed: after 30 s × 1024/1023, about 30.03 s), and lets
+// a legitimate event over a slow link through with room: 1 MiB
+// (1,048,576 bytes) over a 64 kbit/s link (8,000 bytes a second) comes in
+// 131 s, at 7.8 times the minimum, and any 1 MiB body that comes evenly
+// within FORWARD_MAX_TIMEOUT's default of 10 minutes comes at 1,748 bytes
+// a second or more (1,048,576 / 600), above it.
+const DefaultBodyMinRate = 1024
+
 // bytesPerHeldCall is the memory budgeted for one held call when sizing
 // MaxInflight from the memory limit (see docs/benchmarks.md).
 const bytesPerHeldCall = 32 << 10
@@ -242,6 +259,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		ReadHeaderTimeout:      r.duration("FORWARD_READ_HEADER_TIMEOUT", 10*time.Second),
 		IdleTimeout:            r.duration("FORWARD_IDLE_TIMEOUT", 5*time.Minute),
 		BodyIdleTimeout:        r.duration("FORWARD_BODY_IDLE_TIMEOUT", 30*time.Second),
+		BodyMinRate:            int64(r.nonNegativeInt("FORWARD_BODY_MIN_RATE", DefaultBodyMinRate)),
 		DestinationProtocol:    r.oneOf("FORWARD_DESTINATION_PROTOCOL", ProtocolAuto, ProtocolHTTP1, ProtocolH2C),
 		H2CHosts:               r.hosts("FORWARD_H2C_HOSTS", nil),
 		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),

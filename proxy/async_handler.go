@@ -81,10 +81,10 @@ type job struct {
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callOf(w, r)
-	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout)
+	body, why, err := readBody(w, r, a.p.bodyLimits())
 	switch {
 	case errors.Is(err, errBodyStalled):
-		writeError(w, ReasonBadRequest, "no byte of the request body came for "+a.p.BodyIdleTimeout.String())
+		writeError(w, ReasonBadRequest, why)
 		return
 	case errors.Is(err, errBodyTooLarge):
 		writeError(w, ReasonBodyTooLarge, "the body is larger than the "+strconv.FormatInt(a.p.MaxEventBytes, 10)+" bytes allowed")
@@ -123,31 +123,36 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// readBody reads a whole request body of at most limit bytes, failing
-// when it stalls for idle.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Duration) ([]byte, error) {
+// readBody reads a whole request body within lim; why says why a body
+// that stalled (errBodyStalled) failed.
+func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits) (b []byte, why string, err error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, "", nil
 	}
-	body := newGuardedBody(w, r.Body, limit, idle)
+	body := newGuardedBody(w, r.Body, lim)
 	defer body.Close()
-	if r.ContentLength > 0 && r.ContentLength <= limit {
+	defer func() {
+		if errors.Is(err, errBodyStalled) {
+			why = body.stallMessage()
+		}
+	}()
+	if r.ContentLength > 0 && r.ContentLength <= lim.max {
 		// Exactly the declared bytes, then the end: what an event held for
 		// retries costs is its own size.
 		b := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(body, b); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if n, err := body.Read(make([]byte, 1)); n > 0 || err != nil && !errors.Is(err, io.EOF) {
-			return nil, cmp.Or(err, errors.New("the body is longer than its Content-Length"))
+			return nil, "", cmp.Or(err, errors.New("the body is longer than its Content-Length"))
 		}
-		return b, nil
+		return b, "", nil
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(body); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), "", nil
 }
 
 // deliver makes the job's first attempt. Each attempt starts on the

@@ -53,6 +53,10 @@ type ForwardParams struct {
 	// BodyIdleTimeout fails a request whose body stops coming for this
 	// long. If zero, 30 s.
 	BodyIdleTimeout time.Duration
+	// BodyMinRate fails a request whose body comes slower than this many
+	// bytes a second, on average over the time the proxy waits for it
+	// past a first BodyIdleTimeout (guardedBody). If zero, no minimum.
+	BodyMinRate int64
 	// Stop, when done, cuts every synchronous call still held; its cause
 	// decides the answer (errShuttingDown: 503 draining). If nil, never.
 	// A request whose context carries Stop under stopScope (the proxy's
@@ -82,6 +86,11 @@ func (p *ForwardParams) defaults() {
 	if p.BodyIdleTimeout <= 0 {
 		p.BodyIdleTimeout = 30 * time.Second
 	}
+}
+
+// bodyLimits are what a request body is held to.
+func (p *ForwardParams) bodyLimits() bodyLimits {
+	return bodyLimits{max: p.MaxEventBytes, idle: p.BodyIdleTimeout, minRate: p.BodyMinRate}
 }
 
 // useH2C reports whether call c goes out over h2c. Only plain-http
@@ -304,7 +313,7 @@ func (f *forwarder) outbound(out *http.Request, c *call, w http.ResponseWriter) 
 	case out.ContentLength == 0:
 		out.Body = nil
 	case out.Body != nil && out.Body != http.NoBody:
-		c.body = newGuardedBody(w, out.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
+		c.body = newGuardedBody(w, out.Body, f.p.bodyLimits())
 		out.Body = c.body
 	}
 }
@@ -498,9 +507,9 @@ func failureMessage(reason Reason, c *call, err error) string {
 		if c.body.malformed.Load() {
 			return "the request body could not be read: " + err.Error()
 		}
-		return "no byte of the request body came for " + c.body.idle.String()
+		return c.body.stallMessage()
 	case ReasonBodyTooLarge:
-		return "the body is larger than the " + strconv.FormatInt(c.body.max, 10) + " bytes allowed"
+		return "the body is larger than the " + strconv.FormatInt(c.body.lim.max, 10) + " bytes allowed"
 	default:
 		return err.Error()
 	}

@@ -129,6 +129,7 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		MaxEventBytes:   cfg.MaxEventBytes,
 		LoopID:          o.loopID,
 		BodyIdleTimeout: cfg.BodyIdleTimeout,
+		BodyMinRate:     cfg.BodyMinRate,
 		Tracing:         o.tracerProvider,
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
