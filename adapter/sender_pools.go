@@ -21,7 +21,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -129,16 +128,4 @@ func (p *pools) closeIdle() {
 	for _, t := range p.caTr {
 		t.CloseIdleConnections()
 	}
-}
-
-// hostPort returns u's host with its port, the scheme's default if absent.
-func hostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	port := "80"
-	if u.Scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }

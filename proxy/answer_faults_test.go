@@ -234,7 +234,7 @@ func TestAnswerBrokenOff(t *testing.T) {
 	for _, tt := range tests {
 		for _, caller := range []string{"http1", "h2c"} {
 			t.Run(tt.name+"/"+caller, func(t *testing.T) {
-				dest := ""
+				var dest string
 				if tt.h2c {
 					dest = proxytest.NewH2CDestinationAt(t, "127.0.0.2", func(w http.ResponseWriter, _ *http.Request, _ int) {
 						w.Header().Set("Content-Length", strconv.Itoa(tt.length))

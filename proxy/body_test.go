@@ -151,7 +151,7 @@ func TestBodyMinRateEdges(t *testing.T) {
 				clock.t = clock.t.Add(tt.between)
 			}
 			switch {
-			case !tt.wantFail && err != io.EOF:
+			case !tt.wantFail && !errors.Is(err, io.EOF):
 				t.Fatalf("after %d of %d bytes: %v, want the whole body", read, total, err)
 			case !tt.wantFail:
 			case !errors.Is(err, errBodyStalled) || !b.stalled.Load() || !b.slow.Load():

@@ -350,7 +350,7 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, c *call, re
 	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
 	defer copyBufferPool.Put(buf)
 	n, rerr := readSome(resp.Body, buf[:])
-	if n == 0 && rerr != nil && rerr != io.EOF {
+	if n == 0 && rerr != nil && !errors.Is(rerr, io.EOF) {
 		f.fail(w, out, c, fmt.Errorf("the answer of %s broke off before its body: %w", c.dest.Host, rerr))
 		return
 	}

@@ -327,17 +327,18 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	ran := false
 	err := c.write(func() error {
 		ran = true
+		var table int64
 		c.mu.Lock()
-		table, err := c.applySettingsLocked(f)
+		table, applied = c.applySettingsLocked(f)
 		c.mu.Unlock()
-		if applied = err; err != nil {
-			return nil // no ack: the connection closes with the error
+		if applied == nil {
+			if table >= 0 {
+				// The table shrinks before the ack (RFC 9113 6.5.3).
+				c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
+			}
+			return c.w.FR.WriteSettingsAck()
 		}
-		if table >= 0 {
-			// The table shrinks before the ack (RFC 9113 6.5.3).
-			c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
-		}
-		return c.w.FR.WriteSettingsAck()
+		return nil // no ack: the connection closes with applied
 	})
 	c.mu.Lock()
 	if !ran {
