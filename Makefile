@@ -31,7 +31,7 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
-test: lint unit integration fuzz-short ## everything CI runs
+test: lint unit integration fuzz-short h2spec ## everything CI runs
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
 # them (no tools, no processes).
@@ -49,12 +49,14 @@ integration: tools prometheus-tools ## tests behind the integration build tag
 	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
 
 # h2spec against the inbound HTTP/2 server (proxy/internal/h2server's
-# TestH2Spec, build tag h2spec). Not yet part of `make test`: its case
-# 6.9.2/1 (a raised SETTINGS_INITIAL_WINDOW_SIZE must let a blocked answer
-# go on) failed in 2 of 10 runs under load, an open defect.
+# TestH2Spec, build tag h2spec), with the race detector as the unit tests.
+# Every one of its 145 cases must pass, none skipped, but the one allowed
+# (h2specAllowed, next to the h2spec call in the test): 3.5/2, an invalid
+# connection preface, because the port serves HTTP/1.1 too, as Go's own
+# server does, and takes such bytes for an HTTP/1.1 request (400).
 .PHONY: h2spec
 h2spec: $(TOOLS_BIN)/h2spec ## the HTTP/2 conformance suite against the inbound server
-	$(GO) test -count=1 -tags h2spec -run '^TestH2Spec$$' ./proxy/internal/h2server/
+	$(GO) test -race -count=1 -tags h2spec -run '^TestH2Spec$$' ./proxy/internal/h2server/
 
 # Each fuzz target briefly; `make fuzz FUZZTIME=5m` runs them longer.
 # fuzz-short counts executions rather than seconds: a duration budget can

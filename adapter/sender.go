@@ -39,7 +39,7 @@ import (
 // behalf of many sources, directly or through the event-forwarding proxy.
 //
 // Directly, every send shares one set of connection pools (HTTP/1.1
-// keep-alive, h2c where the sink speaks it), kept between ticks; each call
+// keep-alive, h2c to the sinks SinkH2CHosts names), kept between ticks; each call
 // has a deadline and is retried as upstream's PingSource adapter retries
 // (5 times, exponentially from 50 ms, on network errors and 404, 413, 425,
 // 429, 502, 503 and 504), with jitter, a cap, and Retry-After honoured.
@@ -94,6 +94,12 @@ type SenderParams struct {
 	// to 1024 idle connections per sink for 5 minutes, past the gap
 	// between two ticks.
 	Transport delivery.TransportParams
+	// SinkH2CHosts are host patterns (config.ParseHostPatterns: "*.suffix",
+	// exact names, "*") of the plain-http sinks sent h2c with prior
+	// knowledge; every other plain-http sink gets HTTP/1.1. If empty,
+	// none: HTTP/1.1 to every plain-http sink, as upstream's adapter sends.
+	// https sinks negotiate h2 or HTTP/1.1 with ALPN either way.
+	SinkH2CHosts []string
 	// Timeout bounds one call to a sink: a direct attempt, or the call the
 	// proxy makes (sent as Kn-Forward-Timeout). If zero, 10 minutes.
 	Timeout time.Duration
@@ -192,7 +198,7 @@ var ErrUndelivered = errors.New("event not delivered")
 // NewSender returns a Sender with its shared pools.
 func NewSender(p SenderParams) *Sender {
 	p.defaults()
-	s := &Sender{p: p, pools: newPools(p.Transport, p.TracerProvider)}
+	s := &Sender{p: p, pools: newPools(p.Transport, p.SinkH2CHosts, p.TracerProvider)}
 	if p.Tokens != nil {
 		if c, ok := p.Tokens.(*CachedTokens); ok {
 			s.tokens = c

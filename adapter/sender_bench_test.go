@@ -27,19 +27,20 @@ import (
 // stand-in proxy answering 202) that answers at once.
 func BenchmarkSend(b *testing.B) {
 	tests := []struct {
-		name    string
-		h1Only  bool
-		forward bool
+		name     string
+		h1Only   bool
+		h2cHosts []string
+		forward  bool
 	}{
 		{name: "direct-http1", h1Only: true},
-		{name: "direct-h2c"},
+		{name: "direct-h2c", h2cHosts: []string{"127.0.0.1"}},
 		{name: "proxy-async", forward: true},
 	}
 	for _, tc := range tests {
 		b.Run(tc.name, func(b *testing.B) {
 			sink := newServerProto(b, tc.h1Only, nil)
 			proxy := newServer(b, func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusAccepted) })
-			s := NewSender(SenderParams{})
+			s := NewSender(SenderParams{SinkH2CHosts: tc.h2cHosts})
 			if tc.forward {
 				s.SetForwarding(forwardingTo(b, proxy))
 			}

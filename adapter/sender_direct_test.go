@@ -190,15 +190,16 @@ func TestSendDirectSharesConnections(t *testing.T) {
 	tests := []struct {
 		name      string
 		h1Only    bool
+		h2cHosts  []string
 		wantProto int
 	}{
 		{name: "HTTP/1.1 sink", h1Only: true, wantProto: 1},
-		{name: "h2c sink", wantProto: 2},
+		{name: "h2c sink", h2cHosts: []string{"127.0.0.1"}, wantProto: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := newServerProto(t, tc.h1Only, nil)
-			s := NewSender(SenderParams{})
+			s := NewSender(SenderParams{SinkH2CHosts: tc.h2cHosts})
 			const sources, ticks = 20, 5
 			for tick := range ticks {
 				done := make(chan error, sources)
@@ -217,9 +218,9 @@ func TestSendDirectSharesConnections(t *testing.T) {
 			if n := sink.count(); n != sources*ticks {
 				t.Fatalf("sink got %d events, want %d", n, sources*ticks)
 			}
-			// At most one connection per concurrent source, plus the h2c
-			// probe; never one per event.
-			if c := sink.conns.Load(); c > sources+1 {
+			// At most one connection per concurrent source, never one per
+			// event.
+			if c := sink.conns.Load(); c > sources {
 				t.Errorf("%d connections for %d events", c, sources*ticks)
 			}
 			for _, r := range sink.requests() {
@@ -323,5 +324,47 @@ func TestSendRefusesBadInput(t *testing.T) {
 	}
 	if sink.count() != 0 {
 		t.Errorf("sink got %d requests", sink.count())
+	}
+}
+
+// TestSendDirectSinkSeesOnlyTheEvents is the regression test of the h2c
+// probe: to learn whether a sink spoke h2c, the sender sent it the HTTP/2
+// connection preface, which a plain net/http HTTP/1.1 server takes for a
+// "PRI *" request and hands to its handler. A sink sees the events sent
+// and nothing else; h2c goes to the sinks SinkH2CHosts names, HTTP/1.1
+// (as upstream's adapter speaks) to the others, even when they speak h2c.
+func TestSendDirectSinkSeesOnlyTheEvents(t *testing.T) {
+	tests := []struct {
+		name     string
+		h1Only   bool
+		h2cHosts []string
+		want     string
+	}{
+		{name: "HTTP/1.1-only sink", h1Only: true, want: "HTTP/1.1"},
+		{name: "h2c sink not listed", want: "HTTP/1.1"},
+		{name: "h2c sink listed", h2cHosts: []string{"127.0.0.1"}, want: "HTTP/2.0"},
+		{name: "h2c sink under *", h2cHosts: []string{"*"}, want: "HTTP/2.0"},
+		{name: "h2c sink, another host listed", h2cHosts: []string{"*.svc.cluster.local"}, want: "HTTP/1.1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := newServerProto(t, tc.h1Only, nil)
+			s := NewSender(SenderParams{SinkH2CHosts: tc.h2cHosts})
+			const n = 5
+			for i := range n {
+				if _, err := s.Send(ctxFor(t, 10*time.Second), Target{URL: sink.url(t), Namespace: "ns"}, testEvent(strconv.Itoa(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reqs := sink.requests()
+			if len(reqs) != n {
+				t.Errorf("the sink saw %d requests for %d events", len(reqs), n)
+			}
+			for _, r := range reqs {
+				if r.Method != http.MethodPost || r.HTTP != tc.want {
+					t.Errorf("the sink saw %s over %s, want POST over %s", r.Method, r.HTTP, tc.want)
+				}
+			}
+		})
 	}
 }

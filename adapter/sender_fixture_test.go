@@ -35,15 +35,17 @@ import (
 
 // seen is one request as a test server saw it.
 type seen struct {
+	Method string
 	Header http.Header
 	Body   []byte
-	Proto  int
+	Proto  int    // major version
+	HTTP   string // "HTTP/1.1", "HTTP/2.0"
 }
 
 // server is a loopback HTTP server (HTTP/1.1, and h2c unless h1Only) that
-// records every request, counts new connections and answers through
-// respond (200 when nil). n counts requests from 1. The "PRI *" request an
-// HTTP/1-only server sees from an h2c probe is answered 400, not recorded.
+// records every request its handler sees (an HTTP/1-only net/http server
+// runs it for a "PRI *" request too), counts new connections and answers
+// through respond (200 when nil). n counts requests from 1.
 type server struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -74,13 +76,9 @@ func newServerProto(t testing.TB, h1Only bool, respond func(w http.ResponseWrite
 }
 
 func (s *server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method == "PRI" {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.reqs = append(s.reqs, seen{Header: r.Header.Clone(), Body: body, Proto: r.ProtoMajor})
+	s.reqs = append(s.reqs, seen{Method: r.Method, Header: r.Header.Clone(), Body: body, Proto: r.ProtoMajor, HTTP: r.Proto})
 	n := len(s.reqs)
 	s.mu.Unlock()
 	if s.respond != nil {

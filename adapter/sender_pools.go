@@ -17,12 +17,10 @@ limitations under the License.
 package adapter
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -41,32 +39,25 @@ const maxCABundles = 256
 // every tick: one pair of transports (HTTP/1.1 and h2c) for sinks the
 // system roots verify and for the proxy, plus one per distinct CA bundle.
 type pools struct {
-	params delivery.TransportParams
-	tp     trace.TracerProvider
-	base   *delivery.Transports
-	rt1    http.RoundTripper // base.HTTP1, traced
-	rt2c   http.RoundTripper // base.H2C, traced
+	params   delivery.TransportParams
+	h2cHosts []string // the sinks spoken to over h2c (SenderParams.SinkH2CHosts)
+	tp       trace.TracerProvider
+	base     *delivery.Transports
+	rt1      http.RoundTripper // base.HTTP1, traced
+	rt2c     http.RoundTripper // base.H2C, traced
 
-	mu     sync.Mutex
-	byCA   map[[32]byte]http.RoundTripper
-	caTr   []*delivery.Transports
-	probes map[string]*probe
+	mu   sync.Mutex
+	byCA map[[32]byte]http.RoundTripper
+	caTr []*delivery.Transports
 }
 
-// probe is one h2c probe of a sink under way; done closes when it ends.
-type probe struct {
-	done chan struct{}
-	h2c  bool
-}
-
-func newPools(p delivery.TransportParams, tp trace.TracerProvider) *pools {
+func newPools(p delivery.TransportParams, h2cHosts []string, tp trace.TracerProvider) *pools {
 	base := delivery.NewTransports(p)
 	return &pools{
-		params: p, tp: tp, base: base,
-		rt1:    delivery.TraceTransport(base.HTTP1, tp, nil),
-		rt2c:   delivery.TraceTransport(base.H2C, tp, nil),
-		byCA:   map[[32]byte]http.RoundTripper{},
-		probes: map[string]*probe{},
+		params: p, h2cHosts: h2cHosts, tp: tp, base: base,
+		rt1:  delivery.TraceTransport(base.HTTP1, tp, nil),
+		rt2c: delivery.TraceTransport(base.H2C, tp, nil),
+		byCA: map[[32]byte]http.RoundTripper{},
 	}
 }
 
@@ -80,46 +71,16 @@ func (p *pools) forProxy(u *url.URL) http.RoundTripper {
 }
 
 // forSink returns the round tripper to a sink: for https, one that trusts
-// caCerts on top of the system roots; for http, h2c when the sink speaks
-// it (probed once per sink and remembered) and HTTP/1.1 otherwise.
-func (p *pools) forSink(ctx context.Context, u *url.URL, caCerts string) (http.RoundTripper, error) {
-	if u.Scheme == "https" {
-		if caCerts == "" {
-			return p.rt1, nil
-		}
+// caCerts on top of the system roots; for http, h2c when the sink's host
+// is one of h2cHosts and HTTP/1.1 otherwise.
+func (p *pools) forSink(u *url.URL, caCerts string) (http.RoundTripper, error) {
+	switch {
+	case u.Scheme == "https" && caCerts != "":
 		return p.withCA(caCerts)
-	}
-	if p.speaksH2C(ctx, hostPort(u)) {
+	case delivery.H2CTo(u, p.h2cHosts):
 		return p.rt2c, nil
 	}
 	return p.rt1, nil
-}
-
-// speaksH2C asks the prober once per sink even when a tick sends to it
-// from thousands of goroutines at once.
-func (p *pools) speaksH2C(ctx context.Context, addr string) bool {
-	p.mu.Lock()
-	pr, ok := p.probes[addr]
-	if !ok {
-		pr = &probe{done: make(chan struct{})}
-		p.probes[addr] = pr
-	}
-	p.mu.Unlock()
-	if ok {
-		select {
-		case <-pr.done:
-			return pr.h2c
-		case <-ctx.Done():
-			return false
-		}
-	}
-	// The prober caches its answers: this entry lives only while it asks.
-	pr.h2c = p.base.Prober.Supports(ctx, addr)
-	p.mu.Lock()
-	delete(p.probes, addr)
-	p.mu.Unlock()
-	close(pr.done)
-	return pr.h2c
 }
 
 // withCA returns the transport trusting a PEM bundle, built once per
@@ -167,16 +128,4 @@ func (p *pools) closeIdle() {
 	for _, t := range p.caTr {
 		t.CloseIdleConnections()
 	}
-}
-
-// hostPort returns u's host with its port, the scheme's default if absent.
-func hostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	port := "80"
-	if u.Scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -19,6 +19,7 @@ limitations under the License.
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	neturl "net/url"
@@ -29,8 +30,10 @@ import (
 
 // Destination protocols for FORWARD_DESTINATION_PROTOCOL.
 const (
-	// ProtocolAuto speaks h2c to a destination when the caller came over
-	// HTTP/2 and HTTP/1.1 otherwise, as Knative's activator does.
+	// ProtocolAuto speaks h2c with prior knowledge to the plain-http
+	// destinations whose host matches FORWARD_H2C_HOSTS, and HTTP/1.1 to
+	// every other one. Nothing is sent to learn what a destination speaks:
+	// the operator says so.
 	ProtocolAuto = "auto"
 	// ProtocolHTTP1 always speaks HTTP/1.1 to plain-http destinations.
 	ProtocolHTTP1 = "http1"
@@ -98,6 +101,12 @@ type Proxy struct {
 	// BodyIdleTimeout fails a request whose body stops coming for this long
 	// (FORWARD_BODY_IDLE_TIMEOUT), answered 400 bad_request; if unset, 30 s.
 	BodyIdleTimeout time.Duration
+	// BodyMinRate fails a request whose body comes slower than this many
+	// bytes a second on average, counted over the time the proxy waits for
+	// it past a first BodyIdleTimeout (FORWARD_BODY_MIN_RATE), answered 400
+	// bad_request as a stalled body; 0 turns it off; if unset,
+	// DefaultBodyMinRate.
+	BodyMinRate int64
 	// IdleTimeout closes idle inbound connections (FORWARD_IDLE_TIMEOUT);
 	// if unset, 5 minutes.
 	IdleTimeout time.Duration
@@ -105,6 +114,11 @@ type Proxy struct {
 	// DestinationProtocol is auto, http1 or h2c
 	// (FORWARD_DESTINATION_PROTOCOL); if unset, auto.
 	DestinationProtocol string
+	// H2CHosts are the host patterns, with FORWARD_ALLOWED_HOSTS' syntax,
+	// of the plain-http destinations that auto speaks h2c to
+	// (FORWARD_H2C_HOSTS); if unset, none: HTTP/1.1 to every plain-http
+	// destination.
+	H2CHosts []string
 	// DialTimeout bounds DNS and connect (FORWARD_DIAL_TIMEOUT); if unset, 5 s.
 	DialTimeout time.Duration
 	// IdleConnTimeout keeps outbound connections pooled between ticks
@@ -207,6 +221,17 @@ type Proxy struct {
 	MaxConnections int
 }
 
+// DefaultBodyMinRate is FORWARD_BODY_MIN_RATE's default, in bytes a
+// second. It cuts a body trickled at a byte a second once the first
+// FORWARD_BODY_IDLE_TIMEOUT of waiting for it is spent (1 byte a second
+// against 1024 allowed: after 30 s × 1024/1023, about 30.03 s), and lets
+// a legitimate event over a slow link through with room: 1 MiB
+// (1,048,576 bytes) over a 64 kbit/s link (8,000 bytes a second) comes in
+// 131 s, at 7.8 times the minimum, and any 1 MiB body that comes evenly
+// within FORWARD_MAX_TIMEOUT's default of 10 minutes comes at 1,748 bytes
+// a second or more (1,048,576 / 600), above it.
+const DefaultBodyMinRate = 1024
+
 // bytesPerHeldCall is what a held call costs before its headers and body
 // when sizing MaxInflight from the memory limit: the most measured, with
 // HTTP/1.1 on both sides (30.6-38.1 KB; over h2c 5.3-10.1 KB, see
@@ -245,7 +270,9 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		ReadHeaderTimeout:      r.duration("FORWARD_READ_HEADER_TIMEOUT", 10*time.Second),
 		IdleTimeout:            r.duration("FORWARD_IDLE_TIMEOUT", 5*time.Minute),
 		BodyIdleTimeout:        r.duration("FORWARD_BODY_IDLE_TIMEOUT", 30*time.Second),
+		BodyMinRate:            int64(r.nonNegativeInt("FORWARD_BODY_MIN_RATE", DefaultBodyMinRate)),
 		DestinationProtocol:    r.oneOf("FORWARD_DESTINATION_PROTOCOL", ProtocolAuto, ProtocolHTTP1, ProtocolH2C),
+		H2CHosts:               r.hosts("FORWARD_H2C_HOSTS", nil),
 		DialTimeout:            r.duration("FORWARD_DIAL_TIMEOUT", 5*time.Second),
 		IdleConnTimeout:        r.duration("FORWARD_IDLE_CONN_TIMEOUT", 5*time.Minute),
 		MaxIdleConnsPerHost:    r.positiveInt("FORWARD_MAX_IDLE_CONNS_PER_HOST", 1024),
@@ -489,19 +516,51 @@ func (r *reader) list(name string) []string {
 }
 
 func (r *reader) hosts(name string, def []string) []string {
-	v := r.list(name)
-	if v == nil {
+	v, ok := r.get(name)
+	if !ok {
 		return def
 	}
-	for i, h := range v {
-		h = strings.TrimSuffix(strings.ToLower(h), ".")
+	hosts, err := ParseHostPatterns(v)
+	var bad *HostPatternError
+	if errors.As(err, &bad) {
+		r.fail(name, bad.Pattern, hostPatternsWanted)
+		return def
+	}
+	if hosts == nil {
+		return def // only commas
+	}
+	return hosts
+}
+
+const hostPatternsWanted = "want host patterns such as *.svc.cluster.local or an exact host name"
+
+// HostPatternError is the pattern ParseHostPatterns refused.
+type HostPatternError struct{ Pattern string }
+
+func (e *HostPatternError) Error() string {
+	return strconv.Quote(e.Pattern) + ": " + hostPatternsWanted
+}
+
+// ParseHostPatterns reads a comma-separated list of host patterns, the
+// syntax of FORWARD_ALLOWED_HOSTS and FORWARD_H2C_HOSTS: "*.suffix", an
+// exact host name, or "*". Patterns are lower-cased and lose a trailing
+// dot; empty items are skipped, so a list of commas alone is nil. An
+// invalid pattern is a *HostPatternError.
+func ParseHostPatterns(v string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		h := strings.TrimSuffix(strings.ToLower(f), ".")
 		wild := strings.HasPrefix(h, "*") && h != "*" && !strings.HasPrefix(h, "*.")
 		if wild || strings.Contains(h[min(1, len(h)):], "*") || strings.ContainsAny(h, "/:@ ") || h == "" {
-			r.fail(name, v[i], "want host patterns such as *.svc.cluster.local or an exact host name")
+			return nil, &HostPatternError{Pattern: f}
 		}
-		v[i] = h
+		out = append(out, h)
 	}
-	return v
+	return out, nil
 }
 
 // kubernetesAPI parses KUBERNETES_SERVICE_HOST, which Kubernetes sets to

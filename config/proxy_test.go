@@ -76,6 +76,7 @@ func defaults() Proxy {
 		DrainTimeout:              10*time.Minute + 15*time.Second, // MaxTimeout + 15 s
 		MetricsMaxLabelValues:     1000,
 		BodyIdleTimeout:           30 * time.Second,
+		BodyMinRate:               1024,
 		Auth:                      "none",
 		OIDCIssuer:                "https://kubernetes.default.svc.cluster.local",
 		OIDCAudience:              "event-forwarding-proxy",
@@ -142,6 +143,10 @@ func TestProxyFromEnv(t *testing.T) {
 			p.AllowedHosts = []string{"sink.ns.svc", "*.example.com", "*"}
 		}},
 		{name: "FORWARD_ALLOWED_HOSTS only commas", env: map[string]string{"FORWARD_ALLOWED_HOSTS": " , ,"}, want: func(*Proxy) {}},
+		{name: "FORWARD_H2C_HOSTS normalised as FORWARD_ALLOWED_HOSTS", env: map[string]string{"FORWARD_H2C_HOSTS": "Sink.NS.svc., *.H2C.example ,,*"}, want: func(p *Proxy) {
+			p.H2CHosts = []string{"sink.ns.svc", "*.h2c.example", "*"}
+		}},
+		{name: "FORWARD_H2C_HOSTS only commas", env: map[string]string{"FORWARD_H2C_HOSTS": " , ,"}, want: func(*Proxy) {}},
 		{name: "FORWARD_ALLOWED_CIDRS", env: map[string]string{"FORWARD_ALLOWED_CIDRS": "127.0.0.0/8, ::1/128"}, want: func(p *Proxy) {
 			p.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 		}},
@@ -192,6 +197,8 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_LOG_LEVEL any case", env: map[string]string{"FORWARD_LOG_LEVEL": "DEBUG"}, want: func(p *Proxy) { p.LogLevel = "debug" }},
 		{name: "FORWARD_LOG_LEVEL warn", env: map[string]string{"FORWARD_LOG_LEVEL": "warn"}, want: func(p *Proxy) { p.LogLevel = "warn" }},
 		{name: "FORWARD_BODY_IDLE_TIMEOUT", env: map[string]string{"FORWARD_BODY_IDLE_TIMEOUT": "2s"}, want: func(p *Proxy) { p.BodyIdleTimeout = 2 * time.Second }},
+		{name: "FORWARD_BODY_MIN_RATE", env: map[string]string{"FORWARD_BODY_MIN_RATE": "4096"}, want: func(p *Proxy) { p.BodyMinRate = 4096 }},
+		{name: "FORWARD_BODY_MIN_RATE off", env: map[string]string{"FORWARD_BODY_MIN_RATE": "0"}, want: func(p *Proxy) { p.BodyMinRate = 0 }},
 		{name: "FORWARD_AUTH", env: map[string]string{"FORWARD_AUTH": "oidc"}, want: func(p *Proxy) { p.Auth = "oidc" }},
 		{name: "FORWARD_OIDC_ISSUER", env: map[string]string{"FORWARD_OIDC_ISSUER": "https://127.0.0.1:6443"}, want: func(p *Proxy) { p.OIDCIssuer = "https://127.0.0.1:6443" }},
 		{name: "FORWARD_OIDC_AUDIENCE", env: map[string]string{"FORWARD_OIDC_AUDIENCE": "proxy"}, want: func(p *Proxy) { p.OIDCAudience = "proxy" }},
@@ -246,6 +253,7 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"PORT", ports},
 		{"METRICS_PORT", ports},
 		{"FORWARD_ALLOWED_HOSTS", hosts},
+		{"FORWARD_H2C_HOSTS", hosts},
 		{"FORWARD_ALLOWED_CIDRS", cidrs},
 		{"FORWARD_DENIED_CIDRS", cidrs},
 		{"FORWARD_MAX_INFLIGHT", positive},
@@ -259,6 +267,7 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_READ_HEADER_TIMEOUT", durations},
 		{"FORWARD_IDLE_TIMEOUT", durations},
 		{"FORWARD_BODY_IDLE_TIMEOUT", durations},
+		{"FORWARD_BODY_MIN_RATE", nonNeg},
 		{"FORWARD_DESTINATION_PROTOCOL", []string{"h3", "http2", "abc"}},
 		{"FORWARD_DIAL_TIMEOUT", durations},
 		{"FORWARD_IDLE_CONN_TIMEOUT", durations},

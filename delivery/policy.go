@@ -169,13 +169,20 @@ func LocalAddrs() []netip.Addr {
 }
 
 // HostAllowed reports whether a lower-cased host without port matches one
-// of the patterns: "*.suffix" matches any name ending in ".suffix", "*"
-// matches every name, anything else matches exactly. The Kubernetes API
-// (kubernetes, kubernetes.default and their longer forms) never matches.
+// of the patterns (MatchHost). The Kubernetes API (kubernetes,
+// kubernetes.default and their longer forms) never matches.
 func HostAllowed(host string, patterns []string) bool {
 	if host == "kubernetes" || host == "kubernetes.default" || strings.HasPrefix(host, "kubernetes.default.") {
 		return false
 	}
+	return MatchHost(host, patterns)
+}
+
+// MatchHost reports whether a lower-cased host without port matches one
+// of the patterns (config.ParseHostPatterns reads them): "*.suffix"
+// matches any name ending in ".suffix", "*" matches every name, anything
+// else matches exactly.
+func MatchHost(host string, patterns []string) bool {
 	for _, p := range patterns {
 		switch {
 		case p == "*":

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -230,6 +231,39 @@ func TestHostAllowed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := delivery.HostAllowed(tt.host, tt.patterns); got != tt.want {
 				t.Errorf("HostAllowed(%q, %q) = %v, want %v", tt.host, tt.patterns, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestH2CTo: h2c with prior knowledge goes to plain-http destinations
+// whose host matches FORWARD_H2C_HOSTS' patterns, matched as
+// FORWARD_ALLOWED_HOSTS' are, and to nothing else.
+func TestH2CTo(t *testing.T) {
+	cluster := []string{"*.svc.cluster.local", "sink.ns.svc"}
+	tests := []struct {
+		name, url string
+		patterns  []string
+		want      bool
+	}{
+		{name: "suffix pattern", url: "http://sink.ns.svc.cluster.local/", patterns: cluster, want: true},
+		{name: "exact pattern, any port", url: "http://sink.ns.svc:8080/x", patterns: cluster, want: true},
+		{name: "host in capitals, trailing dot", url: "http://SINK.ns.svc./", patterns: cluster, want: true},
+		{name: "IP literal named exactly", url: "http://127.0.0.2:9/", patterns: []string{"127.0.0.2"}, want: true},
+		{name: "star", url: "http://anything.example/", patterns: []string{"*"}, want: true},
+		{name: "not listed", url: "http://other.ns.svc/", patterns: cluster},
+		{name: "exact does not cover subdomains", url: "http://a.sink.ns.svc/", patterns: cluster},
+		{name: "no patterns", url: "http://sink.ns.svc/"},
+		{name: "https negotiates with ALPN", url: "https://sink.ns.svc/", patterns: []string{"*"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := url.Parse(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := delivery.H2CTo(u, tt.patterns); got != tt.want {
+				t.Errorf("H2CTo(%s, %q) = %v, want %v", tt.url, tt.patterns, got, tt.want)
 			}
 		})
 	}

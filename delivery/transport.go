@@ -20,6 +20,8 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,9 +90,6 @@ type Transports struct {
 	TLS *http.Transport
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
 	H2C *h2c.Transport
-	// Prober tells whether a destination speaks h2c, through the same
-	// guarded dialer.
-	Prober *H2CProber
 }
 
 // NewTransports builds the transports from p.
@@ -144,7 +143,6 @@ func NewTransports(p TransportParams) *Transports {
 	return &Transports{
 		HTTP1: bySchemeTransport{plain: plain, tls: tls},
 		Plain: plain, TLS: tls, H2C: h2,
-		Prober: &H2CProber{Dial: dial, Timeout: dialer.Timeout},
 	}
 }
 
@@ -159,6 +157,19 @@ func (t *Transports) For(scheme string, h2c bool) http.RoundTripper {
 	default:
 		return t.Plain
 	}
+}
+
+// H2CTo reports whether a request to u may go out as h2c with prior
+// knowledge: u is plain http and its host matches one of h2cHosts
+// (MatchHost). Whether a destination speaks h2c is never asked on the
+// wire: any bytes sent to find out (the HTTP/2 preface) would reach an
+// HTTP/1.1 server as a request its caller never sent, and Go's runs its
+// handler for it. The configuration says so instead.
+func H2CTo(u *url.URL, h2cHosts []string) bool {
+	if u.Scheme != "http" || len(h2cHosts) == 0 {
+		return false
+	}
+	return MatchHost(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), h2cHosts)
 }
 
 // CloseIdleConnections closes the idle connections of every pool.

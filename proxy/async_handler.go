@@ -75,7 +75,6 @@ type job struct {
 	method  string
 	header  http.Header
 	body    []byte
-	http2   bool              // the caller came over HTTP/2
 	span    trace.SpanContext // the call's server span: parent of the attempts
 	bag     baggage.Baggage
 	backoff delivery.Backoff
@@ -83,7 +82,7 @@ type job struct {
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := callOf(w, r)
-	body, err := readBody(w, r, a.p.MaxEventBytes, a.p.BodyIdleTimeout, &c.memory)
+	body, why, err := readBody(w, r, a.p.bodyLimits(), &c.memory)
 	switch {
 	case errors.Is(err, ErrMemoryBudget):
 		// Nothing of the event has gone anywhere: the caller's retry,
@@ -91,7 +90,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ReasonOverloaded, "the pod's memory budget has no room for the rest of the body")
 		return
 	case errors.Is(err, errBodyStalled):
-		writeError(w, ReasonBadRequest, "no byte of the request body came for "+a.p.BodyIdleTimeout.String())
+		writeError(w, ReasonBadRequest, why)
 		return
 	case errors.Is(err, errBodyTooLarge):
 		writeError(w, ReasonBodyTooLarge, "the body is larger than the "+strconv.FormatInt(a.p.MaxEventBytes, 10)+" bytes allowed")
@@ -115,9 +114,8 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Add(headerCDNLoop, a.p.LoopID)
 	j := &job{
 		c: c, method: r.Method, header: h, body: body,
-		http2: r.ProtoMajor == 2,
-		span:  trace.SpanContextFromContext(r.Context()),
-		bag:   baggage.FromContext(r.Context()),
+		span: trace.SpanContextFromContext(r.Context()),
+		bag:  baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
 			Retries: c.retries, Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
@@ -131,30 +129,36 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// readBody reads a whole request body of at most limit bytes, failing
-// when it stalls for idle. A body of declared length was reserved on
-// arrival; one of unknown length grows m with the buffer it is read into,
-// before each growth, and fails with ErrMemoryBudget the moment the
-// budget has no room for the next.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, idle time.Duration, m *reservation) ([]byte, error) {
+// readBody reads a whole request body within lim; why says why a body
+// that stalled (errBodyStalled) failed. A body of declared length was
+// reserved on arrival; one of unknown length grows m with the buffer it is
+// read into, before each growth, and fails with ErrMemoryBudget the moment
+// the budget has no room for the next.
+func readBody(w http.ResponseWriter, r *http.Request, lim bodyLimits, m *reservation) (b []byte, why string, err error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, "", nil
 	}
-	body := newGuardedBody(w, r.Body, limit, idle)
+	body := newGuardedBody(w, r.Body, lim)
 	defer body.Close()
-	if r.ContentLength > 0 && r.ContentLength <= limit {
+	defer func() {
+		if errors.Is(err, errBodyStalled) {
+			why = body.stallMessage()
+		}
+	}()
+	if r.ContentLength > 0 && r.ContentLength <= lim.max {
 		// Exactly the declared bytes, then the end: what an event held for
 		// retries costs is its own size.
 		b := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(body, b); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if n, err := body.Read(make([]byte, 1)); n > 0 || err != nil && !errors.Is(err, io.EOF) {
-			return nil, cmp.Or(err, errors.New("the body is longer than its Content-Length"))
+			return nil, "", cmp.Or(err, errors.New("the body is longer than its Content-Length"))
 		}
-		return b, nil
+		return b, "", nil
 	}
-	return readGrowing(body, limit, m)
+	b, err = readGrowing(body, lim.max, m)
+	return b, "", err
 }
 
 // firstBodyBuffer is the buffer a body of unknown length is read into
@@ -219,7 +223,7 @@ func (a *Async) try(j *job, attempt int) {
 		req.Header = j.header.Clone()
 	}
 	t := a.h1
-	if a.p.useH2C(ctx, j.http2, j.c) {
+	if a.p.useH2C(j.c) {
 		t = a.h2c
 	}
 	delivery.Start(t, req, func(resp *http.Response, err error) {

@@ -272,29 +272,3 @@ func TestAsyncFailures(t *testing.T) {
 		})
 	}
 }
-
-// TestAsyncProtocol: under "auto", background deliveries use the caller's
-// protocol too.
-func TestAsyncProtocol(t *testing.T) {
-	dest := proxytest.NewH2CDestination(t, nil)
-	tp := newTestProxy(t, nil)
-	for _, tt := range []struct {
-		name      string
-		client    *http.Client
-		wantMajor int
-	}{
-		{name: "HTTP/1.1 caller", client: h1Client(t), wantMajor: 1},
-		{name: "h2c caller", client: h2cClient(t), wantMajor: 2},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			req := tp.newRequest(t, dest.URL, strings.NewReader("e"))
-			req.Header.Set("Prefer", "respond-async")
-			if resp, _ := do(t, tt.client, req); resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("status = %d, want 202", resp.StatusCode)
-			}
-			if got := dest.Next(t); got.ProtoMajor != tt.wantMajor || string(got.Body) != "e" {
-				t.Errorf("destination saw HTTP/%d body %q, want HTTP/%d body %q", got.ProtoMajor, got.Body, tt.wantMajor, "e")
-			}
-		})
-	}
-}

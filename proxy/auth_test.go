@@ -94,7 +94,6 @@ func clusterDNS(t *testing.T, addr string) *delivery.Transports {
 		return d.DialContext(ctx, network, a)
 	}
 	trs.Plain.Dial, trs.TLS.DialContext, trs.H2C.Dial = dial, dial, dial
-	trs.Prober.Dial = dial
 	t.Cleanup(trs.CloseIdleConnections)
 	return trs
 }

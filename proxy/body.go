@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,12 +33,34 @@ var (
 	errBodyStalled  = errors.New("request body stalled")
 )
 
+// bodyLimits bound a request body read on the caller's behalf.
+type bodyLimits struct {
+	// max is the most bytes the body may have.
+	max int64
+	// idle is the longest a read may wait for a byte.
+	idle time.Duration
+	// minRate is the bytes a second the body must come at on average,
+	// over the time the proxy waited for it past a first idle of waiting.
+	// If zero, no minimum.
+	minRate int64
+	// now is the clock. If nil, time.Now.
+	now func() time.Time
+}
+
 // guardedBody is a request body read on the caller's behalf: it fails once
 // more than max bytes came, so that a destination never sees a complete
-// oversized request, and when no byte comes for idle, so that a caller that
-// stops sending cannot hold a slot.
+// oversized request, and when no byte comes for idle, or the body comes
+// slower than minRate, so that a caller that stops sending, or trickles,
+// cannot hold a slot.
 //
-// The idle guard is a timer, armed while a Read waits: only when it fires
+// The rate counts only the time a Read waits for the caller, never the
+// time between reads: a destination that reads slowly slows its caller
+// down (the transport reads the body only as fast as it can send it), and
+// that must not count against the caller. After n bytes, the reads may
+// have waited idle + n/minRate in all; a Read that starts with that spent
+// fails at once, and one that waits may wait only what is left.
+//
+// The guards are a timer, armed while a Read waits: only when it fires
 // does it cut the read, with a read deadline in the past on the caller's
 // connection (or HTTP/2 stream). A body that keeps coming never touches
 // the connection's deadline: over HTTP/2 that is a round trip through the
@@ -49,25 +72,40 @@ var (
 // caller's connection, which belongs to the next request by then.
 type guardedBody struct {
 	rc      io.ReadCloser
-	mu      sync.Mutex // guards ctl, closed, reading and cut
+	mu      sync.Mutex // guards ctl, closed, reading, cut and cutSlow
 	closed  bool
 	reading bool // a Read is under way
-	// cut: the idle timer fired during a Read and set a read deadline in
-	// the past.
-	cut      bool
-	timer    *time.Timer // the idle guard; nil until the first Read
-	ctl      *http.ResponseController
-	max, n   int64
-	idle     time.Duration
+	// cut: the timer fired during a Read and set a read deadline in the
+	// past; cutSlow: it was armed for the rate, not for idle.
+	cut, cutSlow bool
+	timer        *time.Timer // the guards; nil until the first Read
+	ctl          *http.ResponseController
+	lim          bodyLimits
+	// n is the bytes read, waited the time the reads waited; the reading
+	// goroutine's (a body has one reader at a time).
+	n        int64
+	waited   time.Duration
 	tooLarge atomic.Bool
-	stalled  atomic.Bool
+	stalled  atomic.Bool // idle passed, or the body came too slowly (slow)
+	slow     atomic.Bool
 	// malformed: the body broke off for a reason of its own framing (a bad
 	// chunk), not because the caller went away.
 	malformed atomic.Bool
 }
 
-func newGuardedBody(w http.ResponseWriter, rc io.ReadCloser, max int64, idle time.Duration) *guardedBody {
-	return &guardedBody{rc: rc, ctl: http.NewResponseController(w), max: max, idle: idle}
+func newGuardedBody(w http.ResponseWriter, rc io.ReadCloser, lim bodyLimits) *guardedBody {
+	if lim.now == nil {
+		lim.now = time.Now
+	}
+	return &guardedBody{rc: rc, ctl: http.NewResponseController(w), lim: lim}
+}
+
+// stallMessage says why a stalled body failed its call.
+func (b *guardedBody) stallMessage() string {
+	if b.slow.Load() {
+		return "the request body came slower than " + strconv.FormatInt(b.lim.minRate, 10) + " bytes a second"
+	}
+	return "no byte of the request body came for " + b.lim.idle.String()
 }
 
 func (b *guardedBody) Read(p []byte) (int, error) {
@@ -77,17 +115,25 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	case b.stalled.Load():
 		return 0, errBodyStalled
 	}
-	if rem := b.max - b.n + 1; int64(len(p)) > rem {
+	if rem := b.lim.max - b.n + 1; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	if !b.control(b.arm) {
+	var start time.Time
+	behind := false
+	if !b.control(func() { start, behind = b.arm() }) {
 		return 0, http.ErrBodyReadAfterClose
 	}
+	if behind {
+		b.stalled.Store(true)
+		b.slow.Store(true)
+		return 0, errBodyStalled
+	}
 	n, err := b.rc.Read(p)
+	b.waited += b.lim.now().Sub(start)
 	b.mu.Lock()
 	b.reading = false
 	b.timer.Stop()
-	closed, cut := b.closed, b.cut
+	closed, cut, cutSlow := b.closed, b.cut, b.cutSlow
 	b.mu.Unlock()
 	if closed {
 		// Closed while this read waited: the call is over, and what cut the
@@ -99,9 +145,10 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	case cut || errors.Is(err, os.ErrDeadlineExceeded):
 		// The deadline is in the past: whatever this read brought, the
 		// body stalled, and the connection stays cut.
+		b.slow.Store(cutSlow)
 		b.stalled.Store(true)
 		return n, errBodyStalled
-	case b.n > b.max:
+	case b.n > b.lim.max:
 		b.tooLarge.Store(true)
 		b.control(b.refuse)
 		return 0, errBodyTooLarge
@@ -111,17 +158,38 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// arm starts the idle guard of a Read; b.mu is held.
-func (b *guardedBody) arm() {
-	b.reading = true
-	if b.timer == nil {
-		b.timer = time.AfterFunc(b.idle, b.expire)
-		return
+// arm starts the guards of a Read and returns when it starts; behind: the
+// reads have spent what the rate allows, and this one must not wait (the
+// connection is cut). b.mu is held.
+func (b *guardedBody) arm() (start time.Time, behind bool) {
+	start = b.lim.now()
+	wait, slow := b.lim.idle, false
+	if b.lim.minRate > 0 {
+		left := b.lim.idle + rateTime(b.n, b.lim.minRate) - b.waited
+		if left <= 0 {
+			b.abandon()
+			return start, true
+		}
+		if left < wait {
+			wait, slow = left, true
+		}
 	}
-	b.timer.Reset(b.idle)
+	b.reading, b.cutSlow = true, slow
+	if b.timer == nil {
+		b.timer = time.AfterFunc(wait, b.expire)
+		return start, false
+	}
+	b.timer.Reset(wait)
+	return start, false
 }
 
-// expire cuts the Read that waited idle for a byte.
+// rateTime is how long n bytes take at rate bytes a second.
+func rateTime(n, rate int64) time.Duration {
+	secs := min(n/rate, 1<<32) // past a century: no bound in practice
+	return time.Duration(secs)*time.Second + time.Duration(n%rate)*time.Second/time.Duration(rate)
+}
+
+// expire cuts the Read that waited as long as the guards allow.
 func (b *guardedBody) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -130,7 +130,7 @@ func TestBreakerRefusesFastWhileDown(t *testing.T) {
 	}
 	posts := 0
 	for _, r := range dest.Requests() {
-		if r.Method == http.MethodPost { // not the h2c probe's PRI
+		if r.Method == http.MethodPost {
 			posts++
 		}
 	}

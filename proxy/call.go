@@ -42,6 +42,10 @@ type call struct {
 	phase  phase        // who ends the call (see phase); the chain's goroutine only
 
 	held *observation // an HTTP/2 request, whose chain may outlive it (observeHandler.hold)
+	// brokeOff: the destination's answer broke off after its head went to
+	// the caller, which gets it aborted (forwarder.answer); set and read
+	// on the goroutine that writes the answer.
+	brokeOff error
 
 	authenticated bool     // a verified caller (auth on)
 	caller        Identity // who, when authenticated

@@ -30,7 +30,7 @@ import (
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
 )
 
-// bigAnswer answers a call (not the h2c prober's "PRI *") with 64 MiB as
+// bigAnswer answers a POST with 64 MiB as
 // fast as the proxy takes them, ending early when the call is cancelled;
 // done receives the bytes written, if there is room.
 func bigAnswer(done chan<- int64) proxytest.Reply {

@@ -216,7 +216,7 @@ func TestDestinationGoAwayLetsHeldCallsFinish(t *testing.T) {
 	const calls = 20
 	hold := proxytest.NewHold(t)
 	dest, _ := proxytest.NewCountedDestination(t, true, hold.Reply)
-	tp := newHeldTestProxy(t)
+	tp := newHeldTestProxy(t, h2cLoopback)
 	client := h2cClient(t)
 	results := make([]<-chan result, calls)
 	for i := range calls {

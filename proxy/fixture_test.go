@@ -50,6 +50,10 @@ var baseEnv = map[string]string{
 	"FORWARD_ASYNC_MAX_RETRY_AFTER":        "50ms",
 }
 
+// h2cLoopback makes the proxy speak h2c to destinations on 127.0.0.1 (in
+// auto mode, the default); without it they get HTTP/1.1.
+var h2cLoopback = map[string]string{"FORWARD_H2C_HOSTS": "127.0.0.1"}
+
 // testConfig reads the configuration of baseEnv with env on top; an empty
 // value in env unsets the variable.
 func testConfig(t testing.TB, env map[string]string) *config.Proxy {

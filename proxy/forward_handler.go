@@ -39,10 +39,13 @@ import (
 type ForwardParams struct {
 	// Transports reach destinations. Required.
 	Transports *delivery.Transports
-	// Protocol is config.ProtocolAuto (h2c when the caller came over
-	// HTTP/2 and the destination speaks it), ProtocolHTTP1 or ProtocolH2C.
-	// If empty, auto.
+	// Protocol is config.ProtocolAuto (h2c to the plain-http destinations
+	// H2CHosts names, HTTP/1.1 to the others), ProtocolHTTP1 or
+	// ProtocolH2C (every plain-http destination). If empty, auto.
 	Protocol string
+	// H2CHosts are the host patterns (FORWARD_H2C_HOSTS) of the
+	// destinations auto speaks h2c to. If empty, none.
+	H2CHosts []string
 	// MaxEventBytes bounds bodies of unknown length. If zero, 4 MiB.
 	MaxEventBytes int64
 	// LoopID is written into CDN-Loop. If empty, DefaultLoopID.
@@ -50,6 +53,10 @@ type ForwardParams struct {
 	// BodyIdleTimeout fails a request whose body stops coming for this
 	// long. If zero, 30 s.
 	BodyIdleTimeout time.Duration
+	// BodyMinRate fails a request whose body comes slower than this many
+	// bytes a second, on average over the time the proxy waits for it
+	// past a first BodyIdleTimeout (guardedBody). If zero, no minimum.
+	BodyMinRate int64
 	// Stop, when done, cuts every synchronous call still held; its cause
 	// decides the answer (errShuttingDown: 503 draining). If nil, never.
 	// A request whose context carries Stop under stopScope (the proxy's
@@ -81,23 +88,23 @@ func (p *ForwardParams) defaults() {
 	}
 }
 
-// useH2C reports whether call c, which arrived over HTTP/2 or not, goes
-// out over h2c. Only plain-http destinations can. In auto mode, as
-// Knative's activator does, an HTTP/2 caller gets h2c to the destination,
-// but only once the prober has seen that the destination speaks it: a plain
-// HTTP/1.1 sink then still gets HTTP/1.1 instead of a failed call.
-func (p *ForwardParams) useH2C(ctx context.Context, inboundHTTP2 bool, c *call) bool {
-	switch {
-	case c.dest.Scheme != "http":
-		return false
-	case p.Protocol == config.ProtocolH2C:
-		return true
-	case p.Protocol != config.ProtocolAuto || !inboundHTTP2:
-		return false
-	case p.Transports.Prober == nil:
-		return true
+// bodyLimits are what a request body is held to.
+func (p *ForwardParams) bodyLimits() bodyLimits {
+	return bodyLimits{max: p.MaxEventBytes, idle: p.BodyIdleTimeout, minRate: p.BodyMinRate}
+}
+
+// useH2C reports whether call c goes out over h2c. Only plain-http
+// destinations can; in auto mode, those H2CHosts names. Whatever protocol
+// the caller came with: a plain HTTP/1.1 sink gets HTTP/1.1 behind an h2c
+// caller, and nothing is sent to it that its caller did not send.
+func (p *ForwardParams) useH2C(c *call) bool {
+	switch p.Protocol {
+	case config.ProtocolH2C:
+		return c.dest.Scheme == "http"
+	case config.ProtocolAuto:
+		return delivery.H2CTo(c.dest, p.H2CHosts)
 	default:
-		return p.Transports.Prober.Supports(ctx, c.destKey)
+		return false
 	}
 }
 
@@ -146,7 +153,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, x.out, x.c, err)
 		return
 	}
-	f.answer(w, x.out, resp)
+	f.answer(w, x.out, x.c, resp)
 }
 
 // roundTrip sends x's call and waits for the answer.
@@ -201,7 +208,7 @@ func (x *forwarding) resumed(resp *http.Response, err error) {
 		x.f.fail(x.w, x.out, x.c, err)
 		return
 	}
-	x.f.answer(x.w, x.out, resp)
+	x.f.answer(x.w, x.out, x.c, resp)
 }
 
 // forwarding is one synchronous call in the forwarder: what its end
@@ -230,7 +237,7 @@ func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
 		x.stop = context.AfterFunc(f.p.Stop, cancel)
 	}
 	x.out = r.WithContext(ctx)
-	x.h2c = f.p.useH2C(ctx, r.ProtoMajor == 2, c)
+	x.h2c = f.p.useH2C(c)
 	f.outbound(x.out, c, w)
 	return x
 }
@@ -306,7 +313,7 @@ func (f *forwarder) outbound(out *http.Request, c *call, w http.ResponseWriter) 
 	case out.ContentLength == 0:
 		out.Body = nil
 	case out.Body != nil && out.Body != http.NoBody:
-		c.body = newGuardedBody(w, out.Body, f.p.MaxEventBytes, f.p.BodyIdleTimeout)
+		c.body = newGuardedBody(w, out.Body, f.p.bodyLimits())
 		out.Body = c.body
 	}
 }
@@ -317,10 +324,18 @@ var (
 	noUserAgent = []string{""}
 )
 
-// answer streams resp, the destination's answer, to the caller. A break in
-// the middle, on either side, aborts the caller's answer (the caller sees
-// a reset, not a short body that looks complete).
-func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.Response) {
+// answer streams resp, the destination's answer, to the caller. The head
+// goes out with the first part of the body: a destination that breaks off
+// before any byte of its body came has had nothing of its answer passed
+// on, and the caller gets 502 unreachable (or what failureReason says, as
+// for a call with no answer). A break after that aborts the caller's
+// answer once what came is flushed, so that the caller sees it broken
+// (fewer bytes than the declared length, chunks without the last, an
+// HTTP/2 stream reset), never a short body that looks complete; it is
+// logged (observeHandler.record) with the event's id. WriteHeader puts
+// nothing on the wire in either server (the first Write or Flush does),
+// so waiting for the first part delays no head a caller would have seen.
+func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, c *call, resp *http.Response) {
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusSwitchingProtocols:
@@ -330,6 +345,13 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 		// net/http's transport passes any three digits on; written back,
 		// such a status would panic the server.
 		writeError(w, ReasonUnreachable, "the destination answered with status "+strconv.Itoa(resp.StatusCode)+", which is not an HTTP status")
+		return
+	}
+	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
+	defer copyBufferPool.Put(buf)
+	n, rerr := readSome(resp.Body, buf[:])
+	if n == 0 && rerr != nil && !errors.Is(rerr, io.EOF) {
+		f.fail(w, out, c, fmt.Errorf("the answer of %s broke off before its body: %w", c.dest.Host, rerr))
 		return
 	}
 	removeHopByHop(resp.Header)
@@ -346,8 +368,11 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 		h["Content-Type"] = nil
 	}
 	w.WriteHeader(resp.StatusCode)
-	if err := copyAnswer(w, resp); err != nil {
-		f.logger.Debugw("Answer broke off", zap.String("destination", out.URL.Host), zap.Error(err))
+	if err := copyAnswer(w, resp, buf, n, rerr); err != nil {
+		// What was written goes out before the abort, the head with it:
+		// the caller sees a broken answer, not none.
+		_ = http.NewResponseController(w).Flush()
+		c.brokeOff = err
 		panic(http.ErrAbortHandler)
 	}
 	// Trailers the destination did not announce come too: the prefix
@@ -357,18 +382,26 @@ func (f *forwarder) answer(w http.ResponseWriter, out *http.Request, resp *http.
 	}
 }
 
-// copyAnswer copies resp's body to w through a pooled buffer, flushing
+// readSome reads into p until it has bytes or an error.
+func readSome(r io.Reader, p []byte) (int, error) {
+	for {
+		n, err := r.Read(p)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+}
+
+// copyAnswer writes the n bytes of buf that came first (with rerr, their
+// read's error), then copies the rest of resp's body through buf, flushing
 // after every write when the answer streams (no declared length, or
 // server-sent events), as a client waiting for each part expects.
-func copyAnswer(w http.ResponseWriter, resp *http.Response) error {
+func copyAnswer(w http.ResponseWriter, resp *http.Response, buf *[copyBufferSize]byte, n int, rerr error) error {
 	var flush func() error
 	if resp.ContentLength == -1 || isEventStream(resp.Header) {
 		flush = http.NewResponseController(w).Flush
 	}
-	buf := copyBufferPool.Get().(*[copyBufferSize]byte)
-	defer copyBufferPool.Put(buf)
 	for {
-		n, rerr := resp.Body.Read(buf[:])
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return err
@@ -385,6 +418,7 @@ func copyAnswer(w http.ResponseWriter, resp *http.Response) error {
 		case rerr != nil:
 			return rerr
 		}
+		n, rerr = resp.Body.Read(buf[:])
 	}
 }
 
@@ -473,9 +507,9 @@ func failureMessage(reason Reason, c *call, err error) string {
 		if c.body.malformed.Load() {
 			return "the request body could not be read: " + err.Error()
 		}
-		return "no byte of the request body came for " + c.body.idle.String()
+		return c.body.stallMessage()
 	case ReasonBodyTooLarge:
-		return "the body is larger than the " + strconv.FormatInt(c.body.max, 10) + " bytes allowed"
+		return "the body is larger than the " + strconv.FormatInt(c.body.lim.max, 10) + " bytes allowed"
 	default:
 		return err.Error()
 	}

@@ -142,35 +142,6 @@ func TestForwardSync(t *testing.T) {
 	}
 }
 
-// TestForwardProtocol: the caller's protocol picks the destination's under
-// the default "auto" setting, as Knative's activator does.
-func TestForwardProtocol(t *testing.T) {
-	dest := proxytest.NewH2CDestination(t, nil)
-	tp := newTestProxy(t, nil)
-	tests := []struct {
-		name      string
-		client    *http.Client
-		wantMajor int
-	}{
-		{name: "HTTP/1.1 caller", client: h1Client(t), wantMajor: 1},
-		{name: "h2c caller", client: h2cClient(t), wantMajor: 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, _ := do(t, tt.client, tp.newRequest(t, dest.URL, strings.NewReader("e")))
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("status = %d, want 200", resp.StatusCode)
-			}
-			if resp.ProtoMajor != tt.wantMajor {
-				t.Errorf("caller spoke HTTP/%d to the proxy, want %d", resp.ProtoMajor, tt.wantMajor)
-			}
-			if got := dest.Next(t); got.ProtoMajor != tt.wantMajor || string(got.Body) != "e" {
-				t.Errorf("destination saw HTTP/%d body %q, want HTTP/%d body %q", got.ProtoMajor, got.Body, tt.wantMajor, "e")
-			}
-		})
-	}
-}
-
 // TestForwardFailures: calls that get no answer from their destination.
 func TestForwardFailures(t *testing.T) {
 	closedURL := "http://" + proxytest.NewRefusingAddr(t) + "/"

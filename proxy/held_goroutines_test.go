@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"runtime"
 	"strings"
@@ -45,18 +46,21 @@ func goroutinesIn(funcs ...string) map[string]int {
 }
 
 // newHeldTestProxy is a test proxy whose admission limits leave room for
-// the held calls of these tests.
-func newHeldTestProxy(t *testing.T) *testProxy {
-	return newTestProxy(t, map[string]string{
+// the held calls of these tests, with env on top.
+func newHeldTestProxy(t *testing.T, env map[string]string) *testProxy {
+	all := map[string]string{
 		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
-	})
+	}
+	maps.Copy(all, env)
+	return newTestProxy(t, all)
 }
 
 // startHeld starts calls synchronous calls to dest's /held through a new
-// test proxy, from a caller speaking h2c, so that every goroutine of
-// net/http's HTTP/1.1 transport in the process would be the proxy's.
-func startHeld(t *testing.T, dest string, calls int) []<-chan result {
-	tp := newHeldTestProxy(t)
+// test proxy (env on top of newHeldTestProxy's), from a caller speaking
+// h2c, so that every goroutine of net/http's HTTP/1.1 transport in the
+// process would be the proxy's.
+func startHeld(t *testing.T, env map[string]string, dest string, calls int) []<-chan result {
+	tp := newHeldTestProxy(t, env)
 	client := h2cClient(t)
 	results := make([]<-chan result, calls)
 	for i := range calls {
@@ -87,8 +91,8 @@ func releaseHeld(t *testing.T, hold *proxytest.Hold, results []<-chan result) {
 func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
-	dest := proxytest.NewDestination(t, hold.Reply) // HTTP/1.1 only: the h2c probe says so
-	results := startHeld(t, dest.URL, calls)
+	dest := proxytest.NewDestination(t, hold.Reply) // HTTP/1.1 only
+	results := startHeld(t, nil, dest.URL, calls)
 	const (
 		waiting   = "delivery/http1.(*conn).await"
 		holding   = "proxy.(*forwarding).wait"
@@ -121,7 +125,7 @@ func TestHeldH2CCallsHaveNoGoroutine(t *testing.T) {
 	const calls = 50
 	hold := proxytest.NewHold(t)
 	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
-	results := startHeld(t, dest.URL, calls)
+	results := startHeld(t, h2cLoopback, dest.URL, calls)
 	const (
 		destHeld = "proxytest.(*Hold).Reply"
 		handler  = "h2server.(*conn).runHandler"
@@ -138,8 +142,7 @@ func TestHeldH2CCallsHaveNoGoroutine(t *testing.T) {
 	if got[inReader] != 1 {
 		t.Errorf("%d inbound connection readers for the one caller connection", got[inReader])
 	}
-	// The h2c probe's connection is not the transport's: every reader
-	// serves one of the destination's open connections.
+	// Every reader serves one of the destination's open connections.
 	if open := int(conns.Open()); got[reader] < 1 || got[reader] > open {
 		t.Errorf("%d reader goroutines for %d open connections", got[reader], open)
 	}
@@ -157,7 +160,7 @@ func TestHeldAsyncH2CCallsHaveNoGoroutines(t *testing.T) {
 	const events = 50
 	hold := proxytest.NewHold(t)
 	dest, _ := proxytest.NewCountedDestination(t, true, hold.Reply)
-	tp := newHeldTestProxy(t)
+	tp := newHeldTestProxy(t, h2cLoopback)
 	client := h2cClient(t)
 	for i := range events {
 		req := tp.newRequest(t, dest.URL+"/held", strings.NewReader("event"))

@@ -267,11 +267,12 @@ func TestResponseHeaderLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dest := proxytest.NewH2CDestination(t, reply)
-			tp := newTestProxy(t, nil)
+			var env map[string]string
 			client := h1Client(t)
 			if tt.h2c {
-				client = h2cClient(t)
+				env, client = h2cLoopback, h2cClient(t)
 			}
+			tp := newTestProxy(t, env)
 			resp, body := do(t, client, tp.newRequest(t, dest.URL+"/?n="+strconv.Itoa(tt.size), strings.NewReader("e")))
 			if tt.want == http.StatusBadGateway {
 				wantProxyError(t, resp, body, ReasonUnreachable)

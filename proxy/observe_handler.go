@@ -162,7 +162,7 @@ func (h *observeHandler) end(o *observation) {
 func (h *observeHandler) record(o *observation, p any) {
 	if !o.c.probe {
 		out := outcomeOf(o.c, o.sw.status, o.sw.reason)
-		if o.sw.reason != "" && h.lines.take() {
+		if (o.sw.reason != "" || o.c.brokeOff != nil) && h.lines.take() {
 			logAnswer(h.logger, o.r, o.c, out, &o.sw)
 		}
 		if p != nil {
@@ -176,22 +176,29 @@ func (h *observeHandler) record(o *observation, p any) {
 }
 
 // logAnswer writes the one line of a call the proxy refused (info) or
-// could not complete (warning).
+// could not complete (warning), or whose answer broke off after its head
+// went to the caller (warning).
 func logAnswer(logger *zap.SugaredLogger, r *http.Request, c *call, o outcome, sw *statusWriter) {
 	msg, level := "Refused a call", zapcore.InfoLevel
-	if o == outcomeFailed {
+	switch {
+	case c.brokeOff != nil:
+		msg, level = "Answer broke off", zapcore.WarnLevel
+	case o == outcomeFailed:
 		msg, level = "Call failed", zapcore.WarnLevel
 	}
 	if !logger.Desugar().Core().Enabled(level) {
 		return
 	}
-	host := ""
+	host, message := "", sw.message
 	if c.dest != nil {
 		host = c.dest.Host
 	}
+	if c.brokeOff != nil {
+		message = c.brokeOff.Error()
+	}
 	logger.Logw(level, msg, zap.String("reason", string(sw.reason)), zap.Int("status", sw.status),
 		zap.String("tenant", c.tenant), zap.String("destination", host),
-		zap.String("ceId", r.Header.Get("Ce-Id")), zap.String("message", sw.message))
+		zap.String("ceId", r.Header.Get("Ce-Id")), zap.String("message", message))
 }
 
 // statusWriter remembers the status written and the proxy's own reason.

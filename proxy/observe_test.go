@@ -189,12 +189,13 @@ func TestTracePropagation(t *testing.T) {
 }
 
 func testTracePropagation(t *testing.T, h2c bool) {
-	o := newObserved(t, nil)
-	dest, _ := proxytest.NewCountedDestination(t, h2c, nil)
+	var env map[string]string
 	client := h1Client(t)
 	if h2c {
-		client = h2cClient(t)
+		env, client = h2cLoopback, h2cClient(t)
 	}
+	o := newObserved(t, env)
+	dest, _ := proxytest.NewCountedDestination(t, h2c, nil)
 	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	const callerSpan = "00f067aa0ba902b7"
 	for _, async := range []bool{false, true} {

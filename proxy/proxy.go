@@ -127,9 +127,11 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		Stop:            stopCtx,
 		Transports:      o.transports,
 		Protocol:        cfg.DestinationProtocol,
+		H2CHosts:        cfg.H2CHosts,
 		MaxEventBytes:   cfg.MaxEventBytes,
 		LoopID:          o.loopID,
 		BodyIdleTimeout: cfg.BodyIdleTimeout,
+		BodyMinRate:     cfg.BodyMinRate,
 		Tracing:         o.tracerProvider,
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)

@@ -55,6 +55,11 @@ type Env struct {
 	// DrainTimeout bounds the wait for running sends at shutdown
 	// (DRAIN_TIMEOUT, a Go duration). If unset, 20 s.
 	DrainTimeout time.Duration
+	// SinkH2CHosts are the host patterns of the plain-http sinks sent h2c
+	// with prior knowledge (SINK_H2C_HOSTS, the syntax of the proxy's
+	// FORWARD_ALLOWED_HOSTS). If unset, none: HTTP/1.1 to every plain-http
+	// sink, as upstream's adapter sends.
+	SinkH2CHosts []string
 }
 
 // EnvFromLookup reads Env; a bad value is an error naming its variable.
@@ -114,6 +119,13 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		} else {
 			e.DrainTimeout = d
 		}
+	}
+	if v := get("SINK_H2C_HOSTS"); v != "" {
+		hosts, err := config.ParseHostPatterns(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("SINK_H2C_HOSTS=%q: %w", v, err))
+		}
+		e.SinkH2CHosts = hosts
 	}
 	return e, errors.Join(errs...)
 }

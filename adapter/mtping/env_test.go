@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -44,6 +45,11 @@ func TestEnvFromLookup(t *testing.T) {
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: true},
 		{name: "bad sink timeout", env: map[string]string{"K_SINK_TIMEOUT": "0"}, wantErr: true},
 		{name: "bad drain timeout", env: map[string]string{"DRAIN_TIMEOUT": "20"}, wantErr: true},
+		{name: "h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": " *.Svc.cluster.local, sink.ns.svc. ,"},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second,
+				SinkH2CHosts: []string{"*.svc.cluster.local", "sink.ns.svc"}}},
+		{name: "bad h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": "sink:8080"}, wantErr: true},
+		{name: "h2c sinks with a pattern that is no suffix", env: map[string]string{"SINK_H2C_HOSTS": "*svc"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +57,7 @@ func TestEnvFromLookup(t *testing.T) {
 			if tc.wantErr != (err != nil) {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			if !tc.wantErr && got != tc.want {
+			if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("env = %+v\nwant  %+v", got, tc.want)
 			}
 		})

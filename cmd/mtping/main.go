@@ -91,7 +91,7 @@ func run() int {
 		return 1
 	}
 
-	sp := adapter.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout}
+	sp := adapter.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout, SinkH2CHosts: env.SinkH2CHosts}
 	if id := identity(env); !id.IsZero() {
 		sp.Tokens, sp.ProxyIdentity = kube.NewTokenRequester(kc), id
 		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -165,6 +166,9 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkFieldNames(resp.Header); err != nil {
+			return nil, err
+		}
 		if resp.StatusCode < 100 {
 			// http.ReadResponse takes any three digits; net/http's server
 			// would panic writing such a status back.
@@ -179,6 +183,32 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 		c.src.limited = false
 		return resp, nil
 	}
+}
+
+// ErrMalformedFieldName fails a call whose answer has a header field name
+// with whitespace before its colon ("Content-Length : 5").
+var ErrMalformedFieldName = errors.New("http1: malformed answer: whitespace between a header field name and its colon")
+
+// checkFieldNames refuses an answer whose head has a field name with
+// whitespace before the colon. RFC 9112 section 5.1 has a server reject
+// such a request, and a proxy either remove the whitespace from such a
+// response or reject it. net/http's client does neither: textproto
+// (ReadMIMEHeader, go.dev/issue/34540) keeps the field under its name as
+// sent, space included ("Content-Length "), so that it frames nothing and
+// the body runs until the destination closes, while the destination
+// framed it by the length it meant; net/http's server then drops the
+// invalid name when it writes the header. Here the answer is rejected,
+// the option net/http's server takes for such a request (400 "invalid
+// header name"): the call fails as unreachable, its connection is
+// closed, and no framing two parsers could read differently is passed
+// on. textproto refuses a tab there itself; a space is all it lets by.
+func checkFieldNames(h http.Header) error {
+	for k := range h {
+		if strings.ContainsAny(k, " \t") {
+			return fmt.Errorf("%w: %q", ErrMalformedFieldName, k)
+		}
+	}
+	return nil
 }
 
 // bodyWriter streams a large or unknown-length request body while the

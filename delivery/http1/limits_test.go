@@ -151,3 +151,47 @@ func TestRoundTripDialError(t *testing.T) {
 		t.Errorf("dialed %d times, want 1", n)
 	}
 }
+
+// TestAnswerWithSpaceBeforeColon: an answer with whitespace between a
+// header field name and its colon ("Content-Length : 5") is malformed
+// (RFC 9112 section 5.1). It fails the call at once, and the connection is
+// closed, never reused, and never read as framed by anything else: the
+// destination sees its side closed while it keeps the connection open.
+// (net/http's client keeps such a field under its spaced name, frames the
+// body by the connection's close, and waits until the destination
+// closes.)
+func TestAnswerWithSpaceBeforeColon(t *testing.T) {
+	tests := []struct {
+		name, answer string
+	}{
+		{name: "Content-Length", answer: "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello"},
+		{name: "two spaces", answer: "HTTP/1.1 200 OK\r\nContent-Length  : 5\r\n\r\nhello"},
+		{name: "Transfer-Encoding beside a Content-Length", answer: "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\nhello"},
+		{name: "any other field", answer: "HTTP/1.1 200 OK\r\nX-Note : n\r\nContent-Length: 2\r\n\r\nok"},
+		{name: "in an interim answer", answer: "HTTP/1.1 103 Early Hints\r\nLink : </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			closed := make(chan struct{})
+			srv := newRawServer(t, func(s *rawServer, c net.Conn) {
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				io.WriteString(c, tt.answer)
+				// Keep the connection open: only the client may end it.
+				_, _ = io.Copy(io.Discard, br)
+				close(closed)
+			})
+			tr, _ := newTransport(t, &http1.Transport{})
+			r := call(t, tr, newRequest(t, newCtx(t), "GET", srv.url, nil, 0))
+			if err := r.Err(); !errors.Is(err, http1.ErrMalformedFieldName) {
+				t.Fatalf("error %v, want %v (status %v, body %q)", err, http1.ErrMalformedFieldName, r.Resp, r.Body)
+			}
+			receive(t, closed, "the connection's close")
+			if n := tr.IdleConns(); n != 0 {
+				t.Errorf("%d idle connections, want 0", n)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ package proxytest
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -33,6 +34,7 @@ import (
 type Request struct {
 	Method     string
 	RequestURI string
+	Proto      string // "HTTP/1.1", "HTTP/2.0"
 	Host       string
 	ProtoMajor int
 	Header     http.Header
@@ -79,6 +81,26 @@ func NewH2CDestination(t testing.TB, reply Reply) *Destination {
 	return d
 }
 
+// NewH2CDestinationAt is NewH2CDestination listening on host (an address
+// such as 127.0.0.2), so that a host pattern can tell it from
+// destinations on 127.0.0.1.
+func NewH2CDestinationAt(t testing.TB, host string, reply Reply) *Destination {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listening on %s: %v", host, err)
+	}
+	d := newDestination(reply)
+	_ = d.Listener.Close()
+	d.Listener = ln
+	d.Config.Protocols = new(http.Protocols)
+	d.Config.Protocols.SetHTTP1(true)
+	d.Config.Protocols.SetUnencryptedHTTP2(true)
+	d.Start()
+	t.Cleanup(d.Close)
+	return d
+}
+
 func newDestination(reply Reply) *Destination {
 	if reply == nil {
 		reply = func(http.ResponseWriter, *http.Request, int) {}
@@ -87,7 +109,7 @@ func newDestination(reply Reply) *Destination {
 	d.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		rec := Request{
-			Method: r.Method, RequestURI: r.RequestURI, Host: r.Host, ProtoMajor: r.ProtoMajor,
+			Method: r.Method, RequestURI: r.RequestURI, Proto: r.Proto, Host: r.Host, ProtoMajor: r.ProtoMajor,
 			Header: r.Header.Clone(), Body: body, BodyErr: err,
 		}
 		d.mu.Lock()

@@ -66,19 +66,21 @@ func ceHeaders(h http.Header) http.Header {
 }
 
 // TestForwardCloudEventsByteForByte sends the same events straight to one
-// sink and through the proxy to another, over HTTP/1.1 and h2c, in binary,
-// structured and batch mode; both sinks must see the same bytes.
+// sink and through the proxy to another, over HTTP/1.1 and h2c (callers to
+// the proxy, the proxy to the sink: FORWARD_H2C_HOSTS names it), in
+// binary, structured and batch mode; both sinks must see the same bytes.
 func TestForwardCloudEventsByteForByte(t *testing.T) {
-	p := startProxy(t)
 	for _, tc := range []struct {
 		name  string
 		h2c   bool
+		env   []string
 		proto int
 	}{
 		{name: "http1", h2c: false, proto: 1},
-		{name: "h2c", h2c: true, proto: 2},
+		{name: "h2c", h2c: true, env: []string{"FORWARD_H2C_HOSTS=127.0.0.1"}, proto: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := startProxy(t, tc.env...)
 			direct := newSink(t, true, nil)
 			proxied := newSink(t, true, nil)
 			client := http.DefaultClient
@@ -199,20 +201,25 @@ func TestReplyEventComesBack(t *testing.T) {
 }
 
 // TestH2CCallerReachesHTTP1Sink: a caller on h2c (as queue-proxy and the
-// sender are) still reaches a sink that speaks only HTTP/1.1, and one that
-// speaks h2c gets h2c.
+// sender are) reaches a sink that speaks only HTTP/1.1 over HTTP/1.1, and
+// the sink sees the events and no other request (a net/http HTTP/1.1
+// server runs its handler for the HTTP/2 preface, "PRI *"); a sink that
+// FORWARD_H2C_HOSTS names gets h2c, one that speaks h2c but is not named
+// gets HTTP/1.1.
 func TestH2CCallerReachesHTTP1Sink(t *testing.T) {
-	p := startProxy(t)
 	client := h2cClient()
 	for _, tc := range []struct {
 		name      string
 		sinkH2C   bool
+		env       []string
 		wantProto int
 	}{
 		{name: "HTTP/1.1-only sink", sinkH2C: false, wantProto: 1},
-		{name: "h2c sink", sinkH2C: true, wantProto: 2},
+		{name: "h2c sink not named", sinkH2C: true, wantProto: 1},
+		{name: "h2c sink in FORWARD_H2C_HOSTS", sinkH2C: true, env: []string{"FORWARD_H2C_HOSTS=127.0.0.1"}, wantProto: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := startProxy(t, tc.env...)
 			dest := newSink(t, tc.sinkH2C, nil)
 			for i := range 3 {
 				req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader("event"))
@@ -226,17 +233,14 @@ func TestH2CCallerReachesHTTP1Sink(t *testing.T) {
 					t.Fatalf("call %d: status %d (%s)", i, resp.StatusCode, resp.Header.Get("Kn-Forward-Error"))
 				}
 			}
-			var events int
-			for _, r := range dest.requests() {
-				if r.Method == http.MethodPost {
-					events++
-					if r.Proto != tc.wantProto || string(r.Body) != "event" {
-						t.Errorf("the sink got HTTP/%d %q, want HTTP/%d %q", r.Proto, r.Body, tc.wantProto, "event")
-					}
+			reqs := dest.requests()
+			for _, r := range reqs {
+				if r.Method != http.MethodPost || r.Proto != tc.wantProto || string(r.Body) != "event" {
+					t.Errorf("the sink got %s over HTTP/%d %q, want POST over HTTP/%d %q", r.Method, r.Proto, r.Body, tc.wantProto, "event")
 				}
 			}
-			if events != 3 {
-				t.Errorf("the sink got %d events, want 3", events)
+			if len(reqs) != 3 {
+				t.Errorf("the sink got %d requests for 3 events", len(reqs))
 			}
 		})
 	}

@@ -56,7 +56,11 @@ func newSink(t *testing.T) *sink {
 	s := &sink{events: map[string][]received{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
-			return // the sender's h2c probe ("PRI *")
+			// The sender sends events and nothing else (no "PRI *"
+			// preface to learn the sink's protocol).
+			t.Errorf("sink: %s %s %s is no event", r.Method, r.RequestURI, r.Proto)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
 		}
 		e, err := cehttp.NewEventFromHTTPRequest(r)
 		if err != nil {

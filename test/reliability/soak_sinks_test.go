@@ -86,8 +86,11 @@ type sinks struct {
 	good, flaky, failing, slow, holding, truncated, down, resetting, latent string
 }
 
-// onEvent wraps a sink's reply: only the soak's events count, not the h2c
-// prober's "PRI *" requests.
+// h2cSinkHost is where the sinks that speak h2c listen; the soak's proxy
+// speaks h2c to it (FORWARD_H2C_HOSTS), HTTP/1.1 to the others.
+const h2cSinkHost = "127.0.0.2"
+
+// onEvent wraps a sink's reply: only the soak's events count.
 func onEvent(reply func(w http.ResponseWriter, r *http.Request)) proxytest.Reply {
 	return func(w http.ResponseWriter, r *http.Request, _ int) {
 		if r.Method == http.MethodPost && r.Header.Get("Ce-Id") != "" {
@@ -102,7 +105,7 @@ func newSinks(t *testing.T, l *ledger) sinks {
 		l.accept(r.Header.Get("Ce-Id"))
 		_, _ = io.WriteString(w, "ok")
 	}
-	good := proxytest.NewH2CDestination(t, onEvent(func(w http.ResponseWriter, r *http.Request) {
+	good := proxytest.NewH2CDestinationAt(t, h2cSinkHost, onEvent(func(w http.ResponseWriter, r *http.Request) {
 		l.seen(r.Header.Get("Ce-Id"))
 		accept(w, r)
 	}))
@@ -118,7 +121,7 @@ func newSinks(t *testing.T, l *ledger) sinks {
 		l.seen(r.Header.Get("Ce-Id"))
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
-	slow := proxytest.NewH2CDestination(t, onEvent(func(w http.ResponseWriter, r *http.Request) {
+	slow := proxytest.NewH2CDestinationAt(t, h2cSinkHost, onEvent(func(w http.ResponseWriter, r *http.Request) {
 		l.seen(r.Header.Get("Ce-Id"))
 		select {
 		case <-time.After(30 * time.Millisecond):

@@ -99,6 +99,8 @@ func newSoakProxy(t *testing.T) *soakProxy {
 		"FORWARD_MAX_TIMEOUT": "5s", "FORWARD_DIAL_TIMEOUT": "200ms", "FORWARD_ASYNC_RETRY": "2",
 		"FORWARD_ASYNC_MAX_RETRY": "3", "FORWARD_ASYNC_BACKOFF_DELAY": "5ms", "FORWARD_ASYNC_BACKOFF_MAX": "20ms",
 		"FORWARD_ASYNC_MAX_RETRY_AFTER": "20ms", "FORWARD_BREAKER_FAILURES": "3", "FORWARD_BREAKER_COOLDOWN": "50ms",
+		// The good and the slow sink listen there: h2c goes out too.
+		"FORWARD_H2C_HOSTS": h2cSinkHost,
 	}), 0)
 	if err != nil {
 		t.Fatal(err)

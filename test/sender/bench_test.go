@@ -56,19 +56,20 @@ func BenchmarkAdapterTick(b *testing.B) {
 	events := testproc.EnvInt(b, "SENDER_BENCH_EVENTS", 1000)
 	hold := testproc.EnvDuration(b, "SENDER_BENCH_HOLD", 2*time.Second)
 	tests := []struct {
-		name    string
-		h1Sink  bool
-		viaProx bool
+		name     string
+		h1Sink   bool
+		h2cHosts []string
+		viaProx  bool
 	}{
 		{name: "direct-http1", h1Sink: true},
-		{name: "direct-h2c"},
+		{name: "direct-h2c", h2cHosts: []string{"127.0.0.1"}},
 		{name: "proxy-async", viaProx: true},
 	}
 	for _, tc := range tests {
 		b.Run(tc.name+"/events="+strconv.Itoa(events), func(b *testing.B) {
 			sinkProc := startChildSink(b, tc.h1Sink)
 			target := adapter.Target{URL: mustURL(b, sinkProc.URL+"/?hold="+hold.String()), Namespace: "tenant"}
-			s := adapter.NewSender(adapter.SenderParams{Timeout: hold + time.Minute})
+			s := adapter.NewSender(adapter.SenderParams{Timeout: hold + time.Minute, SinkH2CHosts: tc.h2cHosts})
 			if tc.viaProx {
 				proxy := startProxy(b, "FORWARD_MAX_INFLIGHT=50000", "FORWARD_MAX_INFLIGHT_PER_DESTINATION=50000", "FORWARD_MAX_INFLIGHT_PER_TENANT=50000")
 				s.SetForwarding(config.Forwarding{ProxyURL: mustURL(b, proxy.URL), Threshold: 0})

@@ -314,10 +314,52 @@ func (c *conn) handle(f http2.Frame) error {
 	}
 }
 
+// onSettings applies the caller's SETTINGS and acks them. Both happen
+// under the write lock: a writer that the new values let go (a raised
+// SETTINGS_INITIAL_WINDOW_SIZE) finds the lock taken until the ack is
+// out, so no frame the new values allow precedes their ack. A caller such
+// as h2spec (6.9.2/1) waits for the ack first and then for the DATA the
+// raised window lets through; values applied before the lock is taken let
+// a woken writer win it now and then, and send its DATA before the ack,
+// which such a caller passes over while it waits for the ack.
 func (c *conn) onSettings(f *http2.SettingsFrame) error {
-	table := int64(-1)
+	var applied error
+	ran := false
+	err := c.write(func() error {
+		ran = true
+		var table int64
+		c.mu.Lock()
+		table, applied = c.applySettingsLocked(f)
+		c.mu.Unlock()
+		if applied == nil {
+			if table >= 0 {
+				// The table shrinks before the ack (RFC 9113 6.5.3).
+				c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
+			}
+			return c.w.FR.WriteSettingsAck()
+		}
+		return nil // no ack: the connection closes with applied
+	})
 	c.mu.Lock()
-	err := f.ForeachSetting(func(s http2.Setting) error {
+	if !ran {
+		// Our side is closed (closeGently): no ack goes out, and nothing
+		// else either, but the values still hold.
+		_, applied = c.applySettingsLocked(f)
+	}
+	// Writers wake once the lock is free, after the ack.
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if applied != nil {
+		return applied
+	}
+	return err
+}
+
+// applySettingsLocked applies f's values; c.mu is held. It returns the
+// header table size f asks for, or -1.
+func (c *conn) applySettingsLocked(f *http2.SettingsFrame) (table int64, err error) {
+	table = -1
+	err = f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return err
 		}
@@ -339,18 +381,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		}
 		return nil
 	})
-	c.cond.Broadcast()
-	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return c.write(func() error {
-		if table >= 0 {
-			// The table shrinks before the ack (RFC 9113 6.5.3).
-			c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
-		}
-		return c.w.FR.WriteSettingsAck()
-	})
+	return table, err
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {

@@ -60,6 +60,11 @@ func TestH2Spec(t *testing.T) {
 		_, _ = w.Write(bytes.Repeat([]byte("h2spec "), 20000))
 	}))
 	host, port, _ := net.SplitHostPort(f.addr)
+	// -o: how long h2spec waits for each frame it expects, 5 s rather
+	// than its default 2, so that a run under -race on a machine busy
+	// with other tests fails no case for a slow answer. A passing run
+	// waits for none: a case that expects nothing ends at the close or
+	// reset it expects.
 	out, err := exec.Command(bin, "-h", host, "-p", port, "-o", "5", "-j", filepath.Join(t.TempDir(), "report.xml")).CombinedOutput()
 	var total, passed, skipped, nfailed int
 	summary := out[bytes.LastIndex(bytes.TrimRight(out, "\n"), []byte("\n"))+1:]

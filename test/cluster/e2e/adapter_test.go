@@ -71,6 +71,9 @@ func TestAdapter(t *testing.T) {
 	for i := range haSources {
 		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("ha-%d", i), 2*time.Minute)
 	}
+	// The controller's first reconcile after an install writes its env into
+	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
+	waitAdapter(ctx, t, "dev.local/event-forwarding-mtping:", "event-forwarding-pingsource-adapter", 2)
 
 	t.Run("settings survive the controller", func(t *testing.T) {
 		// Every PingSource reconcile runs the controller's adapter
@@ -106,7 +109,11 @@ func TestAdapter(t *testing.T) {
 	})
 
 	t.Run("leader deleted", func(t *testing.T) {
-		leader := leaseHolder(ctx, t)
+		var leader string
+		eventually(t, time.Minute, time.Second, func() string { return "nobody holds the Lease" }, func() bool {
+			leader = leaseHolder(ctx, t)
+			return leader != ""
+		})
 		// Ticks before the move, so every source is known to fire.
 		eventually(t, 2*haTick+time.Minute, time.Second, func() string { return "sources not all firing" }, func() bool {
 			return len(ticksBySource(s.records(ctx, t))) == haSources
