@@ -54,8 +54,14 @@ func TestMemoryPerHeldCall(t *testing.T) {
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
 			idle := workingSets(ctx, t)
+			// The calls' goroutines never touch t: they leave their status
+			// or error, read once they all ended (calls end when the sink
+			// answers, or at once when callCtx is cancelled).
+			callCtx, cancelCalls := context.WithCancel(ctx)
 			var wg sync.WaitGroup
+			defer func() { cancelCalls(); wg.Wait() }()
 			statuses := make([]int, heldCalls)
+			errs := make([]error, heldCalls)
 			for i := range heldCalls {
 				wg.Add(1)
 				go func() {
@@ -65,11 +71,8 @@ func TestMemoryPerHeldCall(t *testing.T) {
 					if mode == "async" {
 						h["Prefer"] = "respond-async"
 					}
-					a, err := tryForward(ctx, fmt.Sprintf("%s/%s?hold=%s", s.URL, mode, heldFor), h, []byte(`{"held":true}`))
-					if err != nil {
-						t.Errorf("call %d: %v", i, err)
-					}
-					statuses[i] = a.Status
+					a, err := tryForward(callCtx, fmt.Sprintf("%s/%s?hold=%s", s.URL, mode, heldFor), h, []byte(`{"held":true}`))
+					statuses[i], errs[i] = a.Status, err
 				}()
 			}
 			// Held: every call at the sink.
@@ -93,8 +96,8 @@ func TestMemoryPerHeldCall(t *testing.T) {
 				want = http.StatusAccepted
 			}
 			for i, st := range statuses {
-				if st != want {
-					t.Errorf("call %d: %d, want %d", i, st, want)
+				if errs[i] != nil || st != want {
+					t.Errorf("call %d: %d (%v), want %d", i, st, errs[i], want)
 				}
 			}
 		})
