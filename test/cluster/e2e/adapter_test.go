@@ -130,8 +130,17 @@ func TestAdapter(t *testing.T) {
 		moved := time.Since(deleted)
 		t.Logf("Lease moved from %s to %s %v after the delete", leader, holder, moved.Round(100*time.Millisecond))
 
-		// Then every source keeps its 10 s rhythm: no gap, no twin.
-		time.Sleep(haObservedTicks * haTick)
+		// Then every source keeps its 10 s rhythm: no gap, no twin. Wait
+		// until each has fired haObservedTicks times after the delete.
+		eventually(t, (haObservedTicks+3)*haTick, time.Second, func() string { return "sources stopped firing after the move" }, func() bool {
+			by := ticksBySource(s.records(ctx, t))
+			for _, ticks := range by {
+				if n := len(ticks); n == 0 || !ticks[n-1].After(deleted.Add(haObservedTicks*haTick-haTick)) {
+					return false
+				}
+			}
+			return len(by) == haSources
+		})
 		since := deleted.Add(-2 * haTick)
 		for src, ticks := range ticksBySource(s.records(ctx, t)) {
 			var kept []time.Time
