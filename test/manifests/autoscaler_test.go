@@ -47,6 +47,10 @@ func makePA(t *testing.T, file string) *autoscalingv1alpha1.PodAutoscaler {
 	return pa
 }
 
+// hpaTolerance is kube-controller-manager's default
+// --horizontal-pod-autoscaler-tolerance.
+const hpaTolerance = 0.1
+
 func TestAutoscalerTargetsHeldCalls(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -59,13 +63,13 @@ func TestAutoscalerTargetsHeldCalls(t *testing.T) {
 		file:       syncFile,
 		wantClass:  autoscaling.KPA,
 		wantMetric: autoscaling.Concurrency,
-		wantTarget: 600,
+		wantTarget: 400,
 	}, {
 		name:       "async: HPA on the held-call gauge",
 		file:       asyncFile,
 		wantClass:  autoscaling.HPA,
 		wantMetric: heldCalls,
-		wantTarget: 600,
+		wantTarget: 400,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +96,19 @@ func TestAutoscalerTargetsHeldCalls(t *testing.T) {
 			if min, _ := pa.ScaleBounds(asCfg); min != 2 {
 				t.Errorf("min scale = %d, want 2", min)
 			}
+			// One destination or tenant at its cap in every pod must still
+			// scale the pods out: the HPA acts only when the average is
+			// more than its tolerance (10 %) above the target; the KPA
+			// needs it above the target at all.
+			proxy := proxyConfig(t, loadService(t, tc.file))
+			for name, limit := range map[string]int{
+				"FORWARD_MAX_INFLIGHT_PER_DESTINATION": proxy.MaxInflightPerDestination,
+				"FORWARD_MAX_INFLIGHT_PER_TENANT":      proxy.MaxInflightPerTenant,
+			} {
+				if float64(limit) <= target*(1+hpaTolerance) {
+					t.Errorf("%s = %d: a destination held at it never scales the pods out past target %v", name, limit, target)
+				}
+			}
 		})
 	}
 }
@@ -111,10 +128,10 @@ func TestSyncProfileKPA(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{name: "effective target: the annotation, not 70% of it", got: spec.TargetValue, want: 600},
-		{name: "capacity counted per pod", got: spec.TotalValue, want: 600},
+		{name: "effective target: the annotation, not 70% of it", got: spec.TargetValue, want: 400},
+		{name: "capacity counted per pod", got: spec.TotalValue, want: 400},
 		{name: "burst capacity: one pod's target", got: spec.TargetBurstCapacity, want: spec.TargetValue},
-		{name: "two idle pods: activator out of the path", got: idleExcess, want: 600},
+		{name: "two idle pods: activator out of the path", got: idleExcess, want: 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +169,7 @@ func TestAsyncProfileHPA(t *testing.T) {
 		{name: "metric type", got: m.Type, want: autoscalingv2.PodsMetricSourceType},
 		{name: "metric name", got: m.Pods.Metric.Name, want: heldCalls},
 		{name: "target type", got: m.Pods.Target.Type, want: autoscalingv2.AverageValueMetricType},
-		{name: "held calls per pod", got: avg, want: int64(600)},
+		{name: "held calls per pod", got: avg, want: int64(400)},
 		{name: "min replicas", got: minReplicas, want: int32(2)},
 		// No window annotation: the HPA's defaults, scale-up not delayed.
 		{name: "behavior", got: hpa.Spec.Behavior == nil, want: true},

@@ -26,9 +26,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"knative.dev/pkg/apis"
 	"knative.dev/serving/pkg/apis/autoscaling"
 	servingcfg "knative.dev/serving/pkg/apis/config"
+	"knative.dev/serving/pkg/apis/serving"
 	servingv1 "knative.dev/serving/pkg/apis/serving/v1"
 	"knative.dev/serving/pkg/networking"
 
@@ -88,17 +90,10 @@ func TestServiceSettings(t *testing.T) {
 				t.Fatalf("%d containers, want 1", len(spec.Containers))
 			}
 			c := spec.Containers[0]
-			env := map[string]string{}
-			for _, e := range c.Env {
-				env[e.Name] = e.Value
-			}
+			env := containerEnv(c)
 			memLimit := c.Resources.Limits.Memory().Value()
 			port := c.Ports[0]
-			env["PORT"] = strconv.Itoa(int(port.ContainerPort)) // set by Knative
-			proxy, err := config.ProxyFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, memLimit)
-			if err != nil {
-				t.Fatalf("the proxy refuses the manifest's environment: %v", err)
-			}
+			proxy := proxyConfig(t, svc)
 			timeout := time.Duration(*spec.TimeoutSeconds) * time.Second
 			annotations := svc.Spec.Template.Annotations
 			tests := []struct {
@@ -109,7 +104,7 @@ func TestServiceSettings(t *testing.T) {
 				{name: "visibility", got: svc.Labels["networking.knative.dev/visibility"], want: "cluster-local"},
 				{name: "image", got: c.Image, want: "ko://knative.dev/event-forwarding-proxy/cmd/proxy"},
 				{name: "service account", got: spec.ServiceAccountName, want: proxyName},
-				{name: "port", got: port, want: corev1.ContainerPort{Name: "h2c", ContainerPort: 8080}},
+				{name: "port", got: port, want: corev1.ContainerPort{Name: "http1", ContainerPort: 8080}},
 				{name: "timeoutSeconds", got: *spec.TimeoutSeconds, want: int64(600)},
 				{name: "responseStartTimeoutSeconds", got: *spec.ResponseStartTimeoutSeconds, want: int64(600)},
 				{name: "min-scale", got: annotations[autoscaling.MinScaleAnnotationKey], want: "2"},
@@ -118,6 +113,7 @@ func TestServiceSettings(t *testing.T) {
 				{name: "queue-proxy never queues", got: *spec.ContainerConcurrency >= int64(proxy.MaxInflight), want: true},
 				{name: "held calls fit the proxy's memory budget", got: proxy.MaxInflight <= config.DefaultMaxInflight(memLimit), want: true},
 				{name: "held calls and a full memory budget fit under GOMEMLIMIT", got: fitsMemory(proxy, memLimit), want: true},
+				{name: "queue-proxy's memory request holds FORWARD_MAX_INFLIGHT sync calls", got: queueProxyFits(t, annotations, proxy.MaxInflight), want: true},
 				{name: "memory request is the limit", got: c.Resources.Requests.Memory().Cmp(*c.Resources.Limits.Memory()), want: 0},
 				{name: "GOMEMLIMIT near 90% of the limit", got: goMemLimitRatio(t, env["GOMEMLIMIT"], memLimit), want: 0.9},
 				{name: "goroutines start with small stacks", got: env["GODEBUG"], want: config.ProxyGODEBUG},
@@ -138,6 +134,42 @@ func TestServiceSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queueProxyFits applies the queue-proxy sizing the manifests' comments
+// give (measured on the one-node cluster, test/cluster/e2e's
+// TestMemoryPerHeldCall): 6 MiB of its own and 64.5 KB per synchronous
+// call held over HTTP/1.1, for n calls, within its memory request.
+func queueProxyFits(t *testing.T, annotations map[string]string, n int) bool {
+	t.Helper()
+	q, err := resource.ParseQuantity(annotations[serving.QueueSidecarMemoryResourceRequestAnnotationKey])
+	if err != nil {
+		t.Fatalf("%s: %v", serving.QueueSidecarMemoryResourceRequestAnnotationKey, err)
+	}
+	return float64(6<<20)+float64(n)*64.5e3 <= float64(q.Value())
+}
+
+// containerEnv is c's environment as a map.
+func containerEnv(c corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+// proxyConfig is what the proxy makes of svc's environment and memory
+// limit, with PORT set from the container port as Knative does.
+func proxyConfig(t *testing.T, svc *servingv1.Service) *config.Proxy {
+	t.Helper()
+	c := svc.Spec.Template.Spec.Containers[0]
+	env := containerEnv(c)
+	env["PORT"] = strconv.Itoa(int(c.Ports[0].ContainerPort))
+	proxy, err := config.ProxyFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, c.Resources.Limits.Memory().Value())
+	if err != nil {
+		t.Fatalf("the proxy refuses the manifest's environment: %v", err)
+	}
+	return proxy
 }
 
 // fitsMemory applies docs/operations.md's sizing to cfg: the process's own
