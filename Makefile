@@ -31,7 +31,7 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
-test: lint unit integration fuzz-short h2spec ## everything CI runs
+test: lint unit integration fuzz-short h2spec cluster-test ## everything CI runs, the cluster scenarios last
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
 # them (no tools, no processes).
@@ -85,10 +85,11 @@ GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 $(GOLANGCI_LINT):
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-# Vet and golangci-lint see the integration- and h2spec-tagged files too.
+# Vet and golangci-lint see the integration-, h2spec- and cluster-tagged
+# files too.
 lint: tidy-check $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags integration,h2spec ./...
+	$(GO) vet -tags integration,h2spec,cluster ./...
 	@v=$$($(GOLANGCI_LINT) version --short); if [ "v$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
 	  echo "$(GOLANGCI_LINT) is v$$v, want $(GOLANGCI_LINT_VERSION): remove it and run make lint again"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...

@@ -132,6 +132,21 @@ cluster-project-bins:
 
 # The end-to-end scenarios (test/cluster/e2e) on the cluster cluster-up
 # makes (or finds running); -v so a failing run's log tells why.
-.PHONY: e2e-cluster
+.PHONY: e2e-cluster cluster-test
 e2e-cluster: cluster-up ## end-to-end scenarios on the one-node cluster
 	$(GO) test -tags cluster -count=1 -timeout 60m -v ./test/cluster/e2e/ 2>&1 | tee $(CURDIR)/.cache/cluster/e2e.log; exit $${PIPESTATUS[0]}
+
+# The cluster's benchmarks (test/cluster/e2e, Benchmark*): an async
+# hand-off through Traefik and queue-proxy, one caller and 32.
+.PHONY: bench-cluster
+bench-cluster: cluster-up ## benchmarks on the one-node cluster
+	$(GO) test -tags cluster -count=1 -run '^$$' -bench . -benchtime 2000x -timeout 20m ./test/cluster/e2e/
+
+# What `make test` runs: e2e-cluster, then cluster-down, unless a cluster
+# was already running (it is left as it was found). The scenarios' log
+# (with the pods' logs of a failing one) stays in .cache/cluster/e2e.log.
+cluster-test:
+	@set -uo pipefail; running=; [ -d $(CURDIR)/.cache/cluster/run ] && running=1; \
+	$(MAKE) --no-print-directory e2e-cluster; rc=$$?; \
+	if [ -z "$$running" ]; then $(MAKE) --no-print-directory cluster-down || rc=1; fi; \
+	exit $$rc

@@ -46,3 +46,15 @@ retry() {
   done
   echo "$out"
 }
+# small_requests: a YAML stream with every container's CPU request set to
+# 20m and HorizontalPodAutoscalers capped at one replica. Knative's control
+# plane requests about a core in all, which on this 2-core node would leave
+# room for three proxy pods; scheduling is all a request changes here (the
+# limits stay), and one node needs one activator.
+small_requests() {
+  awk '/^---/ || /^kind:/ { req = 0 }
+    /^ *requests:/ { req = 1 } /^ *limits:/ { req = 0 }
+    req && /^ *cpu:/ { sub(/cpu:.*/, "cpu: 20m") }
+    /^ *maxReplicas:/ { sub(/maxReplicas:.*/, "maxReplicas: 1") }
+    { print }'
+}

@@ -15,5 +15,8 @@ until kc -n kc-smoke-eventing logs -l serving.knative.dev/service=sink -c user-c
   sleep 2
 done
 log "sink got: $(kc -n kc-smoke-eventing logs -l serving.knative.dev/service=sink -c user-container --tail=-1 | grep "ce-source=$src" | head -1)"
+# The PingSource first: a namespace being deleted keeps it firing until its
+# last pod has stopped.
+kc -n kc-smoke-eventing delete pingsource/ping --wait=true >/dev/null
 kc delete namespace kc-smoke-eventing --wait=false >/dev/null
 log "eventing-smoke: ok"

@@ -9,7 +9,7 @@ EVENTING=$(cd "$SRC/eventing" && go list -m -f '{{.Dir}}' knative.dev/eventing)
 yamls() {
   local f
   for f in "$@"; do echo "---"; cat "$f"; done |
-    sed "s|ko://knative.dev/eventing/cmd/\([a-z_-]*\)|dev.local/eventing-\1:$V|"
+    sed "s|ko://knative.dev/eventing/cmd/\([a-z_-]*\)|dev.local/eventing-\1:$V|" | small_requests
 }
 D=$EVENTING/config/core
 yamls "$D"/resources/*.yaml | kc apply -f - >/dev/null

@@ -47,6 +47,20 @@ kc wait --for=condition=Available apiservice/v1beta1.custom.metrics.k8s.io --tim
 kc -n $NS patch configmap/config-event-forwarding --type merge \
   -p "{\"data\":{\"event-forwarding-proxy\":\"$PROXY_URL\"}}" >/dev/null
 
-kc -n $NS wait ksvc/event-forwarding-proxy --for=condition=Ready --timeout=300s >/dev/null
+# Ready for this generation, its latest revision serving: a wait on Ready
+# alone could see the previous generation's condition.
+ksvc_state() {
+  kc -n $NS get ksvc/event-forwarding-proxy -o jsonpath='{.metadata.generation}/{.status.observedGeneration} {.status.conditions[?(@.type=="Ready")].status} {.status.latestCreatedRevisionName}/{.status.latestReadyRevisionName}'
+}
+end=$((SECONDS + 300))
+until read -r gen ready revs <<<"$(ksvc_state)" && [ "${gen%/*}" = "${gen#*/}" ] && [ "$ready" = True ] && [ "${revs%/*}" = "${revs#*/}" ]; do
+  [ $SECONDS -lt $end ] || { echo "project: event-forwarding-proxy not Ready after 300 s: $(ksvc_state)" >&2; exit 1; }
+  sleep 2
+done
+# The previous revision keeps a pod (the HPA class has no scale to zero):
+# removed as docs/install.md says, nothing being held at install time.
+for rev in $(kc -n $NS get revisions -l serving.knative.dev/service=event-forwarding-proxy -o name); do
+  [ "${rev#*/}" = "${revs#*/}" ] || kc -n $NS delete "$rev" >/dev/null
+done
 kc -n $NS rollout status deployment/pingsource-mt-adapter --timeout=180s >/dev/null
 log "event-forwarding-proxy installed: $PROXY_IMAGE, adapter $MTPING_IMAGE, forwarding to $PROXY_URL"

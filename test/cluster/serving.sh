@@ -13,7 +13,7 @@ CACHING=$(moddir knative.dev/caching)
 yamls() {
   local f
   for f in "$@"; do echo "---"; cat "$f"; done |
-    sed "s|ko://knative.dev/serving/cmd/\([a-z-]*\)|dev.local/serving-\1:$V|"
+    sed "s|ko://knative.dev/serving/cmd/\([a-z-]*\)|dev.local/serving-\1:$V|" | small_requests
 }
 
 # Serving's module zip leaves out the files that are symlinks in its

@@ -168,7 +168,7 @@ func TestAdapter(t *testing.T) {
 }
 
 // leaseHolder is the pod holding the adapter's Lease ("" if none).
-func leaseHolder(ctx context.Context, t *testing.T) string {
+func leaseHolder(ctx context.Context, t testing.TB) string {
 	t.Helper()
 	l, err := cluster.kube.CoordinationV1().Leases(systemNamespace).Get(ctx, adapterLease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
@@ -198,7 +198,7 @@ func ticksBySource(rs []record) map[string][]time.Time {
 }
 
 // startLine is the adapter's "Starting" log line of pod p.
-func startLine(ctx context.Context, t *testing.T, p corev1.Pod) string {
+func startLine(ctx context.Context, t testing.TB, p corev1.Pod) string {
 	t.Helper()
 	b, err := cluster.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "dispatcher"}).DoRaw(ctx)
 	if err != nil {

@@ -47,11 +47,12 @@ const fieldManager = "event-forwarding-e2e"
 var (
 	ksvcGVR       = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
 	pingSourceGVR = schema.GroupVersionResource{Group: "sources.knative.dev", Version: "v1", Resource: "pingsources"}
+	sksGVR        = schema.GroupVersionResource{Group: "networking.internal.knative.dev", Version: "v1alpha1", Resource: "serverlessservices"}
 )
 
 // newNamespace creates a namespace of the test's own, deleted when the
 // test ends; on failure its pods' logs are written to the test log first.
-func newNamespace(ctx context.Context, t *testing.T, prefix string) string {
+func newNamespace(ctx context.Context, t testing.TB, prefix string) string {
 	t.Helper()
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
@@ -68,14 +69,66 @@ func newNamespace(ctx context.Context, t *testing.T, prefix string) string {
 		if t.Failed() {
 			dumpLogs(ctx, t, name, "")
 		}
+		// PingSources first, and the sends they fired ended while the
+		// sink still answers: a namespace being deleted keeps its sources
+		// firing, and a send held by its terminating sink, until its last
+		// pod has stopped (a sink's grace period is its revision timeout,
+		// ten minutes), into the next test's counts.
+		_ = cluster.dynamic.Resource(pingSourceGVR).Namespace(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := waitSourcesGone(ctx, name); err != nil {
+			t.Logf("namespace %s deleted with sends in flight: %v", name, err)
+		}
 		_ = cluster.kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	return name
 }
 
+// waitSourcesGone waits, up to ctx's end, until namespace has no
+// PingSource and the adapter's pods no send in flight.
+func waitSourcesGone(ctx context.Context, namespace string) error {
+	for {
+		err := sourcesGone(ctx, namespace)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func sourcesGone(ctx context.Context, namespace string) error {
+	list, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		return fmt.Errorf("%d PingSources left", len(list.Items))
+	}
+	pods, err := cluster.kube.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "sources.knative.dev/role=adapter"})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		if !ready(p) {
+			continue
+		}
+		n, err := gauge(ctx, p, adapterPort, "kn_forward_mtping_inflight_sends")
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%s has %v sends in flight", p.Name, n)
+		}
+	}
+	return nil
+}
+
 // dumpLogs writes the last lines of every container's log of the pods in
 // namespace (matching selector) to the test log.
-func dumpLogs(ctx context.Context, t *testing.T, namespace, selector string) {
+func dumpLogs(ctx context.Context, t testing.TB, namespace, selector string) {
 	t.Helper()
 	pods, err := cluster.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -97,7 +150,7 @@ func dumpLogs(ctx context.Context, t *testing.T, namespace, selector string) {
 
 // apply server-side applies every document of manifest (YAML, with
 // {{NAMESPACE}} replaced by namespace).
-func apply(ctx context.Context, t *testing.T, namespace, manifest string) {
+func apply(ctx context.Context, t testing.TB, namespace, manifest string) {
 	t.Helper()
 	manifest = strings.ReplaceAll(manifest, "{{NAMESPACE}}", namespace)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
@@ -132,7 +185,7 @@ func apply(ctx context.Context, t *testing.T, namespace, manifest string) {
 }
 
 // waitReady waits for the Ready condition of a Knative object.
-func waitReady(ctx context.Context, t *testing.T, gvr schema.GroupVersionResource, namespace, name string, within time.Duration) *unstructured.Unstructured {
+func waitReady(ctx context.Context, t testing.TB, gvr schema.GroupVersionResource, namespace, name string, within time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var last *unstructured.Unstructured
 	eventually(t, within, time.Second, func() string {
@@ -168,7 +221,7 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 
 // proxyToken is a token of a service account of namespace with the
 // proxy's audience, as the adapter presents it in Kn-Forward-Authorization.
-func proxyToken(ctx context.Context, t *testing.T, namespace string) string {
+func proxyToken(ctx context.Context, t testing.TB, namespace string) string {
 	t.Helper()
 	const sa = "e2e-caller"
 	_, err := cluster.kube.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})

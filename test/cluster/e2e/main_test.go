@@ -97,7 +97,7 @@ func connect() error {
 }
 
 // podsOf lists the pods matching selector in namespace.
-func podsOf(ctx context.Context, t *testing.T, namespace, selector string) []corev1.Pod {
+func podsOf(ctx context.Context, t testing.TB, namespace, selector string) []corev1.Pod {
 	t.Helper()
 	list, err := cluster.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -122,7 +122,7 @@ func ready(p corev1.Pod) bool {
 
 // eventually polls cond every interval until it returns true, failing the
 // test with what describe says once within has passed.
-func eventually(t *testing.T, within, interval time.Duration, describe func() string, cond func() bool) {
+func eventually(t testing.TB, within, interval time.Duration, describe func() string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

@@ -21,7 +21,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -31,20 +33,38 @@ import (
 )
 
 // scrape reads the Prometheus text a pod serves on port /metrics.
-func scrape(ctx context.Context, t *testing.T, p corev1.Pod, port int) map[string]*dto.MetricFamily {
+func scrape(ctx context.Context, t testing.TB, p corev1.Pod, port int) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, port), nil)
+	families, err := tryScrape(ctx, p, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return families
+}
+
+// tryScrape is scrape for code that must not stop its test.
+func tryScrape(ctx context.Context, p corev1.Pod, port int) (map[string]*dto.MetricFamily, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("metrics of %s: %v", p.Name, err)
+		return nil, fmt.Errorf("metrics of %s: %w", p.Name, err)
 	}
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		t.Fatalf("metrics of %s: %v", p.Name, err)
+		return nil, fmt.Errorf("metrics of %s: %w", p.Name, err)
 	}
-	return families
+	return families, nil
+}
+
+// gauge is the sum of family's series on p.
+func gauge(ctx context.Context, p corev1.Pod, port int, family string) (float64, error) {
+	f, err := tryScrape(ctx, p, port)
+	if err != nil {
+		return 0, err
+	}
+	return sum(f, family, nil), nil
 }
 
 // sum adds the values of family's series whose labels include labels.

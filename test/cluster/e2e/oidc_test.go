@@ -117,7 +117,7 @@ func TestOIDC(t *testing.T) {
 
 // setFeature sets a flag of Eventing's config-features for the test,
 // restoring its value afterwards.
-func setFeature(ctx context.Context, t *testing.T, flag, value string) {
+func setFeature(ctx context.Context, t testing.TB, flag, value string) {
 	t.Helper()
 	cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, "config-features", metav1.GetOptions{})
 	if err != nil {

@@ -28,6 +28,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // viaIngress is an HTTP client whose every connection goes to Traefik's
@@ -57,7 +61,7 @@ func (a answer) reason() string { return a.Header.Get("Kn-Forward-Error") }
 // forward sends body to the proxy through the ingress, for destination,
 // with the given headers (Kn-Forward-To is set from destination unless
 // headers names it, even as "").
-func forward(ctx context.Context, t *testing.T, destination string, headers map[string]string, body []byte) answer {
+func forward(ctx context.Context, t testing.TB, destination string, headers map[string]string, body []byte) answer {
 	t.Helper()
 	a, err := tryForward(ctx, destination, headers, body)
 	if err != nil {
@@ -100,7 +104,7 @@ type proxyError struct {
 
 // checkRefusal checks an answer is the proxy's own, with status and
 // reason, in the contract's form.
-func checkRefusal(t *testing.T, a answer, status int, reason string) {
+func checkRefusal(t testing.TB, a answer, status int, reason string) {
 	t.Helper()
 	if a.Status != status || a.reason() != reason {
 		t.Fatalf("got %d %q (%s), want %d %q", a.Status, a.reason(), a.Body, status, reason)
@@ -112,4 +116,20 @@ func checkRefusal(t *testing.T, a answer, status int, reason string) {
 	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("Content-Type %q, want application/json", ct)
 	}
+}
+
+// proxyPods are the pods of the proxy's latest ready revision: after an
+// install that changed the Service, the previous revision's pods may stay
+// a while, holding nothing.
+func proxyPods(ctx context.Context, t testing.TB) []corev1.Pod {
+	t.Helper()
+	ksvc, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, _, _ := unstructured.NestedString(ksvc.Object, "status", "latestReadyRevisionName")
+	if rev == "" {
+		t.Fatalf("%s has no ready revision", proxyService)
+	}
+	return podsOf(ctx, t, systemNamespace, "serving.knative.dev/revision="+rev)
 }

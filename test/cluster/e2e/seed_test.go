@@ -32,13 +32,15 @@ import (
 )
 
 // The seed scenario, compressed in time: more PingSources than the
-// threshold, each firing every 10 s, to a sink that holds each call 100 s.
-// At the steady state the proxy holds sources x 10 calls; 130 sources make
-// 1,300, more than the 2 x 600 the default profile's min-scale pods target,
-// and less than their 2 x 900 admission limit.
+// threshold, each firing every 10 s, to one sink that holds each call
+// 100 s. At the steady state the proxy holds sources x 10 calls; 95
+// sources make 950: more than the 2 x 440 at which the HPA scales the
+// default profile's min-scale pods out (target 400, tolerance 10 %), and
+// less than the 2 x 675 one destination may hold in them, so the proxy
+// always has room and no event should go direct.
 const (
-	seedSources   = 130
-	seedThreshold = "100"
+	seedSources   = 95
+	seedThreshold = "50"
 	seedSchedule  = "*/10 * * * * *"
 	seedHold      = 100 * time.Second
 	seedLoad      = 4 * time.Minute // firing, after every source is Ready
@@ -76,7 +78,7 @@ func TestSeedScenario(t *testing.T) {
 		}
 	})
 	adapters := adapterPods(ctx, t)
-	before := senderCounts(ctx, t, adapters)
+	before := quietCounts(ctx, t, adapters)
 
 	start := time.Now()
 	for i := range seedSources {
@@ -111,30 +113,39 @@ func TestSeedScenario(t *testing.T) {
 			t.Fatalf("delete %s: %v", name, err)
 		}
 	}
+	// Settled: nothing held at the sink, and as many events there as the
+	// adapter delivered (an event still on its way is in neither).
 	var rs []record
-	eventually(t, seedHold+2*time.Minute, 5*time.Second, func() string { return fmt.Sprintf("%d records, some still held", len(rs)) }, func() bool {
+	var after counts
+	stillHeld, arrived, delivered := 0, 0, 0.0
+	eventually(t, seedHold+2*time.Minute, 5*time.Second, func() string {
+		return fmt.Sprintf("the sink holds %d calls and got %d events, the adapter delivered %v", stillHeld, arrived, delivered)
+	}, func() bool {
 		rs = s.records(ctx, t)
+		after = senderCounts(ctx, t, adapterPods(ctx, t))
+		stillHeld = 0
 		for _, r := range rs {
 			if r.Outcome == "held" {
-				return false
+				stillHeld++
 			}
 		}
-		return true
+		d := growth(before, after)
+		arrived, delivered = len(seedIDs(rs, ns)), d["direct/delivered"]+d["proxy/delivered"]
+		return stillHeld == 0 && float64(arrived) == delivered
 	})
-	after := senderCounts(ctx, t, adapterPods(ctx, t))
 	checkAccounted(t, rs, ns, before, after, adapters)
 
 	// Back in: the HPA's default five minutes of stabilization, then down to
 	// min-scale.
 	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", countReady(ctx, t)) }, func() bool {
-		return countReady(ctx, t) == 2 && len(podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService)) == 2
+		return countReady(ctx, t) == 2 && len(proxyPods(ctx, t)) == 2
 	})
 	t.Logf("back to 2 proxy pods %v after the load stopped", time.Since(start.Add(seedLoad)).Round(time.Second))
 }
 
 // setThreshold sets event-forwarding-threshold for the test, restoring the
 // value it had afterwards.
-func setThreshold(ctx context.Context, t *testing.T, v string) {
+func setThreshold(ctx context.Context, t testing.TB, v string) {
 	t.Helper()
 	cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
 	if err != nil {
@@ -157,7 +168,7 @@ func setThreshold(ctx context.Context, t *testing.T, v string) {
 	})
 }
 
-func adapterPods(ctx context.Context, t *testing.T) []corev1.Pod {
+func adapterPods(ctx context.Context, t testing.TB) []corev1.Pod {
 	t.Helper()
 	var out []corev1.Pod
 	for _, p := range podsOf(ctx, t, systemNamespace, "sources.knative.dev/role=adapter") {
@@ -171,11 +182,41 @@ func adapterPods(ctx context.Context, t *testing.T) []corev1.Pod {
 	return out
 }
 
+// quietCounts waits until no PingSource is left and no send of an earlier
+// test is in flight (a send to a sink whose namespace is being deleted
+// can wait minutes for its answer, then retry), and returns the adapter's
+// counts: what the test's own sends then grow.
+func quietCounts(ctx context.Context, t testing.TB, pods []corev1.Pod) counts {
+	t.Helper()
+	left, inflight := 0, 0.0
+	eventually(t, 12*time.Minute, 2*time.Second, func() string {
+		return fmt.Sprintf("%d PingSources of earlier tests left, %v of their sends in flight", left, inflight)
+	}, func() bool {
+		list, err := cluster.dynamic.Resource(pingSourceGVR).Namespace("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		if left = len(list.Items); left > 0 {
+			return false
+		}
+		inflight = 0
+		for _, p := range pods {
+			n, err := gauge(ctx, p, adapterPort, "kn_forward_mtping_inflight_sends")
+			if err != nil {
+				t.Fatal(err)
+			}
+			inflight += n
+		}
+		return inflight == 0
+	})
+	return senderCounts(ctx, t, pods)
+}
+
 // senderCounts are the adapter's sends by route/outcome and fallbacks,
 // summed over its pods, keyed by pod name then counter.
 type counts map[string]map[string]float64
 
-func senderCounts(ctx context.Context, t *testing.T, pods []corev1.Pod) counts {
+func senderCounts(ctx context.Context, t testing.TB, pods []corev1.Pod) counts {
 	t.Helper()
 	out := counts{}
 	for _, p := range pods {
@@ -193,29 +234,21 @@ func senderCounts(ctx context.Context, t *testing.T, pods []corev1.Pod) counts {
 
 // checkAccounted checks every event the adapter sent during the test
 // arrived at the sink exactly once, and none went direct for want of room.
-func checkAccounted(t *testing.T, rs []record, ns string, before, after counts, adapters []corev1.Pod) {
+func checkAccounted(t testing.TB, rs []record, ns string, before, after counts, adapters []corev1.Pod) {
 	t.Helper()
-	delta := map[string]float64{}
-	for pod, c := range after {
-		b, ok := before[pod]
-		if !ok {
+	for pod := range after {
+		if _, ok := before[pod]; !ok {
 			t.Errorf("adapter pod %s was not there at the start: its counts started during the test", pod)
-		}
-		for k, v := range c {
-			delta[k] += v - b[k]
 		}
 	}
 	if len(after) != len(adapters) {
 		t.Errorf("adapter pods changed during the test: %d then %d", len(adapters), len(after))
 	}
-	ids := map[string]int{}
+	delta := growth(before, after)
+	ids := seedIDs(rs, ns)
 	canceled := 0
 	for _, r := range rs {
-		if !strings.HasPrefix(r.Source, "/apis/v1/namespaces/"+ns+"/pingsources/") {
-			continue
-		}
-		ids[r.ID]++
-		if r.Outcome != "answered" {
+		if strings.HasPrefix(r.Source, seedSourcePrefix(ns)) && r.Outcome != "answered" {
 			canceled++
 		}
 	}
@@ -241,6 +274,30 @@ func checkAccounted(t *testing.T, rs []record, ns string, before, after counts, 
 	}
 }
 
+// growth sums, over the adapter's pods, how much each counter grew.
+func growth(before, after counts) map[string]float64 {
+	d := map[string]float64{}
+	for pod, c := range after {
+		for k, v := range c {
+			d[k] += v - before[pod][k]
+		}
+	}
+	return d
+}
+
+func seedSourcePrefix(ns string) string { return "/apis/v1/namespaces/" + ns + "/pingsources/" }
+
+// seedIDs counts the sink's records of the test's sources by event id.
+func seedIDs(rs []record, ns string) map[string]int {
+	ids := map[string]int{}
+	for _, r := range rs {
+		if strings.HasPrefix(r.Source, seedSourcePrefix(ns)) {
+			ids[r.ID]++
+		}
+	}
+	return ids
+}
+
 // proxyWatch is what watchProxy saw.
 type proxyWatch struct {
 	firstPods, maxPods int
@@ -250,14 +307,14 @@ type proxyWatch struct {
 
 // watchProxy polls the proxy's ready pods and their held calls every 5 s
 // for d.
-func watchProxy(ctx context.Context, t *testing.T, d time.Duration) proxyWatch {
+func watchProxy(ctx context.Context, t testing.TB, d time.Duration) proxyWatch {
 	t.Helper()
 	var w proxyWatch
 	var firstHeld time.Time
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		pods, held := 0, 0.0
-		for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+		for _, p := range proxyPods(ctx, t) {
 			if ready(p) {
 				pods++
 				held += sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil)
@@ -279,10 +336,10 @@ func watchProxy(ctx context.Context, t *testing.T, d time.Duration) proxyWatch {
 	return w
 }
 
-func busiestProxyPod(ctx context.Context, t *testing.T) (string, float64) {
+func busiestProxyPod(ctx context.Context, t testing.TB) (string, float64) {
 	t.Helper()
 	name, most := "", -1.0
-	for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+	for _, p := range proxyPods(ctx, t) {
 		if ready(p) {
 			if held := sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil); held > most {
 				name, most = p.Name, held
@@ -295,10 +352,10 @@ func busiestProxyPod(ctx context.Context, t *testing.T) (string, float64) {
 	return name, most
 }
 
-func countReady(ctx context.Context, t *testing.T) int {
+func countReady(ctx context.Context, t testing.TB) int {
 	t.Helper()
 	n := 0
-	for _, p := range podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService) {
+	for _, p := range proxyPods(ctx, t) {
 		if ready(p) {
 			n++
 		}

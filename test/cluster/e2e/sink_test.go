@@ -25,6 +25,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // sinkManifest is a Knative Service of test/cluster/e2esink, on exactly
@@ -40,6 +43,9 @@ spec:
       annotations:
         autoscaling.knative.dev/min-scale: "1"
         autoscaling.knative.dev/max-scale: "1"
+        # Never through the activator: the proxy's path is under test, not
+        # the sink's.
+        autoscaling.knative.dev/target-burst-capacity: "0"
     spec:
       containerConcurrency: 0
       timeoutSeconds: 600
@@ -82,16 +88,28 @@ type record struct {
 	Outcome        string    `json:"outcome"`
 }
 
-func newSink(ctx context.Context, t *testing.T, namespace string) *sink {
+func newSink(ctx context.Context, t testing.TB, namespace string) *sink {
 	t.Helper()
 	apply(ctx, t, namespace, sinkManifest)
-	waitReady(ctx, t, ksvcGVR, namespace, "e2esink", 3*time.Minute)
+	ksvc := waitReady(ctx, t, ksvcGVR, namespace, "e2esink", 3*time.Minute)
+	// Ready comes while the activator may still be in the sink's path; it
+	// leaves once the revision's serverless service serves the pod itself.
+	rev, _, _ := unstructured.NestedString(ksvc.Object, "status", "latestReadyRevisionName")
+	mode := ""
+	eventually(t, 2*time.Minute, time.Second, func() string { return "the sink's serverless service is in mode " + mode }, func() bool {
+		sks, err := cluster.dynamic.Resource(sksGVR).Namespace(namespace).Get(ctx, rev, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		mode, _, _ = unstructured.NestedString(sks.Object, "spec", "mode")
+		return mode == "Serve" && conditionTrue(sks, "Ready")
+	})
 	return &sink{namespace: namespace, URL: fmt.Sprintf("http://e2esink.%s.svc.cluster.local", namespace)}
 }
 
 // records returns every request the sink's pod recorded, read from the
 // pod's own port (not through Knative, so reading changes no count).
-func (s *sink) records(ctx context.Context, t *testing.T) []record {
+func (s *sink) records(ctx context.Context, t testing.TB) []record {
 	t.Helper()
 	var ip string
 	for _, p := range podsOf(ctx, t, s.namespace, "serving.knative.dev/service=e2esink") {

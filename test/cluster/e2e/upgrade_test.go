@@ -125,7 +125,7 @@ func uninstallCommands() [][]string {
 // upstreamEventing returns files of Eventing's release YAML (from the
 // eventing module this project builds against), images resolved to the
 // dev.local images the cluster runs, as one stream.
-func upstreamEventing(t *testing.T, files ...string) string {
+func upstreamEventing(t testing.TB, files ...string) string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "knative.dev/eventing").Output()
 	if err != nil {
@@ -154,7 +154,7 @@ func kubectl(args ...string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
-func kubectlApply(t *testing.T, manifest string) {
+func kubectlApply(t testing.TB, manifest string) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(repoRoot, ".cache/cluster/bin/kubectl"), "--kubeconfig", filepath.Join(repoRoot, ".cache/cluster/kubeconfig"), "apply", "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
@@ -164,7 +164,7 @@ func kubectlApply(t *testing.T, manifest string) {
 }
 
 // install applies config/ as docs/install.md says (test/cluster/project.sh).
-func install(t *testing.T) {
+func install(t testing.TB) {
 	t.Helper()
 	if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
 		t.Fatalf("install: %v\n%s", err, out)
@@ -173,7 +173,7 @@ func install(t *testing.T) {
 
 // waitAdapter waits until the adapter's Deployment runs image (a prefix)
 // as account with replicas ready replicas.
-func waitAdapter(ctx context.Context, t *testing.T, image, account string, replicas int32) {
+func waitAdapter(ctx context.Context, t testing.TB, image, account string, replicas int32) {
 	t.Helper()
 	var last string
 	eventually(t, 3*time.Minute, time.Second, func() string { return "adapter: " + last }, func() bool {
