@@ -138,7 +138,7 @@ func TestServiceSettings(t *testing.T) {
 
 // queueProxyFits applies the queue-proxy sizing the manifests' comments
 // give (measured on the one-node cluster, test/cluster/e2e's
-// TestMemoryPerHeldCall): 6 MiB of its own and 64.5 KB per synchronous
+// TestMemoryPerHeldCall): 6 MiB of its own and 68.8 KB per synchronous
 // call held over HTTP/1.1, for n calls, within its memory request.
 func queueProxyFits(t *testing.T, annotations map[string]string, n int) bool {
 	t.Helper()
@@ -146,7 +146,7 @@ func queueProxyFits(t *testing.T, annotations map[string]string, n int) bool {
 	if err != nil {
 		t.Fatalf("%s: %v", serving.QueueSidecarMemoryResourceRequestAnnotationKey, err)
 	}
-	return float64(6<<20)+float64(n)*64.5e3 <= float64(q.Value())
+	return float64(6<<20)+float64(n)*68.8e3 <= float64(q.Value())
 }
 
 // containerEnv is c's environment as a map.
