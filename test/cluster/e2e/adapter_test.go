@@ -109,14 +109,22 @@ func TestAdapter(t *testing.T) {
 	})
 
 	t.Run("leader deleted", func(t *testing.T) {
-		var leader string
-		eventually(t, time.Minute, time.Second, func() string { return "nobody holds the Lease" }, func() bool {
-			leader = leaseHolder(ctx, t)
-			return leader != ""
-		})
 		// Ticks before the move, so every source is known to fire.
 		eventually(t, 2*haTick+time.Minute, time.Second, func() string { return "sources not all firing" }, func() bool {
 			return len(ticksBySource(s.records(ctx, t))) == haSources
+		})
+		// The leader is a ready pod of the Deployment: after the rollout
+		// the Lease may still name a replaced pod until its successor
+		// takes it.
+		var leader string
+		eventually(t, time.Minute, time.Second, func() string { return "the Lease is held by " + leader + ", not a ready adapter pod" }, func() bool {
+			leader = leaseHolder(ctx, t)
+			for _, p := range adapterPods(ctx, t) {
+				if p.Name == leader {
+					return true
+				}
+			}
+			return false
 		})
 		deleted := time.Now()
 		if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
