@@ -42,6 +42,9 @@ func TestHostilePeers(t *testing.T) {
 		{name: "connection flood", env: []string{"FORWARD_MAX_CONNECTIONS=" + strconv.Itoa(maxConnections)}, run: connectionFlood},
 		{name: "half-closed HTTP/1.1 callers", run: halfClosedCallers},
 		{name: "slow headers", run: slowHeaders},
+		{name: "async bodies past the memory budget", env: asyncBudgetEnv, run: asyncBodies},
+		{name: "interim-answer flood from a destination", env: []string{"FORWARD_H2C_HOSTS=127.0.0.1"}, run: interimFlood},
+		{name: "large legal headers held", env: headerBudgetEnv, run: largeHeaders},
 	}
 	var rows []figures
 	for _, at := range attacks {
