@@ -248,6 +248,30 @@ func (c *Client) UntilWithin(d time.Duration, cond func() bool) bool {
 	return true
 }
 
+// ReadUntil steps until cond holds, the connection ends (ClosedErr is
+// then set) or deadline passes, and reports whether cond came to hold.
+// Unlike Until it never fails the test, for a server that may lack the
+// defence a test measures. Past the deadline the connection may be left
+// in the middle of a frame: close it.
+func (c *Client) ReadUntil(deadline time.Time, cond func() bool) bool {
+	c.T.Helper()
+	for !cond() {
+		if c.ClosedErr != nil {
+			return false
+		}
+		_ = c.Conn.SetReadDeadline(deadline)
+		f, err := c.Framer.ReadFrame()
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				c.ClosedErr = err
+			}
+			return cond()
+		}
+		c.note(f)
+	}
+	return true
+}
+
 // Response waits until stream id ends, by END_STREAM or RST_STREAM.
 func (c *Client) Response(id uint32) *Stream {
 	c.T.Helper()

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -61,16 +62,24 @@ const (
 
 // sink is the destination: the legitimate caller's requests (header
 // X-Legit) are answered at once; any other request is counted and held
-// until its caller goes or the test ends.
+// until its caller goes, the attack releases it, or the test ends.
 type sink struct {
 	*httptest.Server
 	attack atomic.Int64 // requests that are not the legitimate caller's
 	stop   chan struct{}
+
+	releaseOnce sync.Once
+	released    chan struct{}
 }
+
+// release answers every request held, and every later one at once: an
+// attack whose calls the sink holds releases them when it is over, so
+// that what they keep in the proxy goes before its bounds are checked.
+func (s *sink) release() { s.releaseOnce.Do(func() { close(s.released) }) }
 
 func newSink(t *testing.T) *sink {
 	t.Helper()
-	s := &sink{stop: make(chan struct{})}
+	s := &sink{stop: make(chan struct{}), released: make(chan struct{})}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if r.Header.Get("X-Legit") != "" {
@@ -81,6 +90,7 @@ func newSink(t *testing.T) *sink {
 		select {
 		case <-r.Context().Done():
 		case <-s.stop:
+		case <-s.released:
 		}
 	}))
 	s.Config.Protocols = new(http.Protocols)
@@ -105,8 +115,8 @@ type legit struct {
 	latencies []time.Duration
 	failures  []string
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	quit chan struct{} // no new call once closed
+	done chan struct{}
 }
 
 func startLegit(t *testing.T, proxyURL, dest string) *legit {
@@ -114,14 +124,15 @@ func startLegit(t *testing.T, proxyURL, dest string) *legit {
 	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
-	l := &legit{t: t, client: &http.Client{Transport: tr}, url: proxyURL, dest: dest, done: make(chan struct{})}
+	l := &legit{t: t, client: &http.Client{Transport: tr}, url: proxyURL, dest: dest, quit: make(chan struct{}), done: make(chan struct{})}
 	// The first call opens the connection; it must work before the
 	// attack starts.
 	if err := l.call(t.Context()); err != nil {
 		t.Fatalf("the legitimate caller's first call: %v", err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	l.cancel = cancel
+	// The call in flight when the caller stops runs to its end (or its
+	// own timeout): the stop does not cut it and count it as failed.
+	ctx := t.Context()
 	go func() {
 		defer close(l.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -129,6 +140,8 @@ func startLegit(t *testing.T, proxyURL, dest string) *legit {
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-l.quit:
 				return
 			case <-tick.C:
 			}
@@ -175,9 +188,10 @@ func (l *legit) answered() int {
 	return len(l.latencies)
 }
 
-// stop ends the caller and returns its latencies and failures.
+// stop ends the caller, once its call in flight is over, and returns its
+// latencies and failures.
 func (l *legit) stop() ([]time.Duration, []string) {
-	l.cancel()
+	close(l.quit)
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -255,30 +269,168 @@ type arena struct {
 	proc *testproc.Proc
 	addr string // the proxy's host:port
 	sink *sink
+
+	outcome string // what the attacker saw, for the table (saw)
 }
 
+// saw sets what the attacker saw, a line of the table.
+func (a *arena) saw(format string, args ...any) { a.outcome = fmt.Sprintf(format, args...) }
+
 // attack is one attack class: run makes the attack a bounded number of
-// times, checks what the proxy does to the attacker, and closes the
-// attacker's connections before it returns.
+// times, each read and dial with a deadline, checks what the proxy does
+// to the attacker, says what it saw (arena.saw), and closes the
+// attacker's connections before it returns. It must end by itself in
+// bounded time against a proxy without the defence too.
 type attack struct {
 	name string
 	env  []string // on top of suiteEnv
-	run  func(t *testing.T, a *arena)
+	run  func(t testing.TB, a *arena)
 }
 
 // figures are what one attack cost, for the log and docs/benchmarks.md.
 type figures struct {
 	name                 string
-	legit                int
+	legit, legitFailed   int
 	p50, p99             time.Duration
 	base, peak           runtimeSample
 	attackRequestsAtSink int64
+	outcome              string
+}
+
+// Bounds of the attack itself, so that it ends against a proxy without
+// its defences too.
+const (
+	// attackWithin bounds one attack's run; past it the attacker's
+	// connections are closed, which ends any read still waiting.
+	attackWithin = 3 * time.Minute
+	// closeWait bounds how long one attack waits, in all, for the proxy
+	// to answer or close its connections: once it has passed (against a
+	// proxy that does not), each later wait gets closeGrace.
+	closeWait  = 15 * time.Second
+	closeGrace = 200 * time.Millisecond
+)
+
+// waitDeadline is the deadline of one wait of an attack that began its
+// waits with the shared deadline d (closeWait from its start).
+func waitDeadline(d time.Time) time.Time {
+	return time.Now().Add(max(time.Until(d), closeGrace))
+}
+
+// attackT is the testing.TB an attack runs with, on a goroutine of its
+// own: a fatal failure (Fatal, or h2raw's) fails the test and ends the
+// attack, not the test, so that runAttack still measures and reports
+// what the attack cost. What the attack registers with Cleanup (its
+// connections' closes) runs when the attack ends.
+type attackT struct {
+	testing.TB
+
+	mu       sync.Mutex
+	cleanups []func()
+	fatal    string // the first fatal failure
+}
+
+func (at *attackT) FailNow() {
+	at.Fail()
+	at.stop("FailNow")
+}
+
+func (at *attackT) Fatal(args ...any) {
+	at.Helper()
+	at.Error(args...)
+	at.stop(fmt.Sprint(args...))
+}
+
+func (at *attackT) Fatalf(format string, args ...any) {
+	at.Helper()
+	at.Errorf(format, args...)
+	at.stop(fmt.Sprintf(format, args...))
+}
+
+func (at *attackT) stop(why string) {
+	at.mu.Lock()
+	if at.fatal == "" {
+		at.fatal = why
+	}
+	at.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (at *attackT) Cleanup(f func()) {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	at.cleanups = append(at.cleanups, f)
+}
+
+// cleanup runs what the attack registered, last first.
+func (at *attackT) cleanup() {
+	at.mu.Lock()
+	fs := at.cleanups
+	at.cleanups = nil
+	at.mu.Unlock()
+	for _, f := range slices.Backward(fs) {
+		f()
+	}
+}
+
+// tally counts what the attacker saw on each of its connections, for the
+// table and for one error per attack.
+type tally struct {
+	keys []string
+	n    map[string]int
+}
+
+func (tl *tally) add(what string) {
+	if tl.n == nil {
+		tl.n = map[string]int{}
+	}
+	if tl.n[what] == 0 {
+		tl.keys = append(tl.keys, what)
+	}
+	tl.n[what]++
+}
+
+func (tl *tally) String() string {
+	if len(tl.keys) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(tl.keys))
+	for _, k := range tl.keys {
+		parts = append(parts, fmt.Sprintf("%d × %s", tl.n[k], k))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// want fails t unless every one of the total connections saw what.
+func (tl *tally) want(t testing.TB, what string, total int) {
+	t.Helper()
+	if tl.n[what] != total {
+		t.Errorf("of %d connections: %s; want every one %s", total, tl, what)
+	}
+}
+
+// waitFor polls cond every 10 ms for at most d and reports whether it
+// came to hold.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // runAttack starts a proxy, a sink and the legitimate caller, makes the
-// attack and holds the proxy to the suite's bounds.
-func runAttack(t *testing.T, at attack) figures {
+// attack and holds the proxy to the suite's bounds, filling f. A bound
+// the proxy breaks fails the test and f is still filled: the table has
+// every attack's row.
+func runAttack(t *testing.T, at attack, f *figures) {
 	t.Helper()
+	f.name = at.name
+	f.outcome = "not run: the proxy or the legitimate caller did not start"
 	s := newSink(t)
 	port := testproc.FreePort(t)
 	p := testproc.StartProxy(t, proxyBin, port, testproc.FreePort(t), append(slices.Clone(suiteEnv), at.env...)...)
@@ -291,24 +443,60 @@ func runAttack(t *testing.T, at attack) figures {
 	}
 	smp := startSampler(t.Context(), p.MetricsURL)
 
-	at.run(t, a)
+	att := &attackT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		at.run(att, a)
+	}()
+	ended := true
+	select {
+	case <-done:
+	case <-time.After(attackWithin):
+		t.Errorf("the attack still ran after %s: its connections are closed", attackWithin)
+		att.cleanup()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the attack still runs 30s after its connections were closed")
+			ended = false
+		}
+	}
+	att.cleanup()
+	s.release()
+	switch {
+	case !ended:
+		f.outcome = "the attack did not end"
+	case att.fatal != "" && a.outcome != "":
+		f.outcome = a.outcome + "; then the attack stopped: " + att.fatal
+	case att.fatal != "":
+		f.outcome = "the attack stopped: " + att.fatal
+	default:
+		f.outcome = a.outcome
+	}
 
 	var now runtimeSample
-	testproc.Eventually(t, recoverWithin, fmt.Sprintf("the proxy's goroutines are back within %d of %d", goroutineSlack, base.goroutines), func() bool {
+	if !waitFor(recoverWithin, func() bool {
 		now, err = sampleRuntime(p.MetricsURL)
 		return err == nil && now.goroutines <= base.goroutines+goroutineSlack
-	})
+	}) {
+		t.Errorf("timed out after %s waiting until the proxy's goroutines are back within %d of %d (%d now)",
+			recoverWithin, goroutineSlack, base.goroutines, now.goroutines)
+	}
 	// The legitimate caller goes on a moment after the attack.
 	after := l.answered()
-	testproc.Eventually(t, 10*time.Second, "the legitimate caller is answered after the attack", func() bool { return l.answered() >= after+3 })
+	if !waitFor(10*time.Second, func() bool { return l.answered() >= after+3 }) {
+		t.Errorf("timed out after 10s waiting until the legitimate caller is answered after the attack (%d calls answered after it)",
+			l.answered()-after)
+	}
 	peak := smp.stop()
 	lat, failures := l.stop()
 
-	f := figures{name: at.name, legit: len(lat), p50: percentile(lat, 0.5), p99: percentile(lat, 0.99),
-		base: base, peak: peak, attackRequestsAtSink: s.attack.Load()}
-	t.Logf("%s: legitimate caller answered %d times, p50 %s, p99 %s; goroutines %d at rest, %d at the peak, %d after; heap in use %.1f MiB at rest, %.1f MiB at the peak; %d attack requests reached the sink",
-		at.name, f.legit, f.p50.Round(10*time.Microsecond), f.p99.Round(10*time.Microsecond), base.goroutines, peak.goroutines, now.goroutines,
-		float64(base.heap)/(1<<20), float64(peak.heap)/(1<<20), f.attackRequestsAtSink)
+	*f = figures{name: at.name, legit: len(lat), legitFailed: len(failures), p50: percentile(lat, 0.5), p99: percentile(lat, 0.99),
+		base: base, peak: peak, attackRequestsAtSink: s.attack.Load(), outcome: f.outcome}
+	t.Logf("%s: legitimate caller answered %d times, failed %d times, p50 %s, p99 %s; goroutines %d at rest, %d at the peak, %d after; heap in use %.1f MiB at rest, %.1f MiB at the peak; %d attack requests reached the sink; the attacker saw: %s",
+		at.name, f.legit, f.legitFailed, f.p50.Round(10*time.Microsecond), f.p99.Round(10*time.Microsecond), base.goroutines, peak.goroutines, now.goroutines,
+		float64(base.heap)/(1<<20), float64(peak.heap)/(1<<20), f.attackRequestsAtSink, f.outcome)
 	if len(failures) > 0 {
 		t.Errorf("the legitimate caller failed %d times during the attack (answered %d): first %q", len(failures), len(lat), failures[0])
 	}
@@ -316,5 +504,4 @@ func runAttack(t *testing.T, at attack) figures {
 		t.Errorf("the heap in use peaked at %.1f MiB, %.1f MiB above its %.1f MiB at rest (bound %d MiB)",
 			float64(peak.heap)/(1<<20), float64(peak.heap-base.heap)/(1<<20), float64(base.heap)/(1<<20), heapSlack>>20)
 	}
-	return f
 }

@@ -20,7 +20,9 @@ package hostile
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,18 +35,44 @@ import (
 // abuse counts close a connection past it.
 const streamLimit = 100
 
+// goAwayWanted is what a connection the proxy ends for abuse sees.
+func goAwayWanted(code http2.ErrCode) string { return "GOAWAY " + code.String() + ", closed" }
+
+// ending reads what the proxy sends on c until it closes the connection
+// or deadline passes, and says what the attacker saw: h2raw's WantGoAway
+// wants goAwayWanted, but fails the test and ends the attack; this is
+// bounded, and the attack goes on against a proxy without the defence.
+func ending(c *h2raw.Client, deadline time.Time) string {
+	closed := c.ReadUntil(deadline, func() bool { return c.ClosedErr != nil })
+	switch {
+	case c.GoAway != nil && closed:
+		return goAwayWanted(c.GoAway.Code)
+	case c.GoAway != nil:
+		return "GOAWAY " + c.GoAway.Code.String() + ", left open"
+	case closed:
+		return "closed without GOAWAY"
+	default:
+		return "still open"
+	}
+}
+
 // frameSizeAbuse: a frame header announcing 16 MiB, on 50 connections.
 // Each is closed with FRAME_SIZE_ERROR before anything is allocated for
 // what it announces.
-func frameSizeAbuse(t *testing.T, a *arena) {
-	for range 50 {
+func frameSizeAbuse(t testing.TB, a *arena) {
+	const conns = 50
+	var saw tally
+	deadline := time.Now().Add(closeWait)
+	for range conns {
 		c := h2raw.Connect(t, a.addr)
 		c.Request(1, "POST", "/", false, "content-length", "16385")
 		_, err := c.Conn.Write([]byte{0xff, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, 1})
 		c.Check(err)
-		c.WantGoAway(http2.ErrCodeFrameSize)
+		saw.add(ending(c, waitDeadline(deadline)))
 		_ = c.Conn.Close()
 	}
+	a.saw("%d connections: %s", conns, &saw)
+	saw.want(t, goAwayWanted(http2.ErrCodeFrameSize), conns)
 }
 
 // zeroWindowHold: 10 connections announce SETTINGS_INITIAL_WINDOW_SIZE 0
@@ -52,7 +80,7 @@ func frameSizeAbuse(t *testing.T, a *arena) {
 // itself (no Kn-Forward-To: 400), and never read a byte of body. Each
 // answer gets its grace to be written, then its stream is reset: no
 // goroutine stays pinned.
-func zeroWindowHold(t *testing.T, a *arena) {
+func zeroWindowHold(t testing.TB, a *arena) {
 	const conns = 10
 	var cs []*h2raw.Client
 	for range conns {
@@ -65,17 +93,29 @@ func zeroWindowHold(t *testing.T, a *arena) {
 		})
 		cs = append(cs, c)
 	}
-	for _, c := range cs {
-		c.Until("every stream of a zero-window caller reset", func() bool {
-			n := 0
-			for _, st := range c.Streams {
-				if st.RST != nil {
-					n++
-				}
+	resetOf := func(c *h2raw.Client) int {
+		n := 0
+		for _, st := range c.Streams {
+			if st.RST != nil {
+				n++
 			}
-			return n == streamLimit
-		})
+		}
+		return n
+	}
+	deadline := time.Now().Add(closeWait)
+	reset, cut := 0, 0
+	for _, c := range cs {
+		c.ReadUntil(waitDeadline(deadline), func() bool { return resetOf(c) == streamLimit })
+		reset += resetOf(c)
+		if c.ClosedErr != nil && resetOf(c) < streamLimit {
+			cut++
+		}
 		_ = c.Conn.Close()
+	}
+	a.saw("%d of %d streams reset", reset, conns*streamLimit)
+	if reset != conns*streamLimit {
+		t.Errorf("%d of %d streams of zero-window callers reset within %s (%d connections closed first), want every one",
+			reset, conns*streamLimit, closeWait, cut)
 	}
 }
 
@@ -83,30 +123,35 @@ func zeroWindowHold(t *testing.T, a *arena) {
 // connections: half the limit, then (after a PING shows the server read
 // it) the rest and one more, which ends the connection with
 // ENHANCE_YOUR_CALM. check, if set, then looks at what the server sent.
-func overTheLimit(t *testing.T, a *arena, conns int, send func(c *h2raw.Client, from, n int), check func(c *h2raw.Client)) {
+// It returns what the attacker saw.
+func overTheLimit(t testing.TB, a *arena, conns int, send func(c *h2raw.Client, from, n int), check func(c *h2raw.Client)) string {
+	var saw tally
+	deadline := time.Now().Add(closeWait)
 	for range conns {
 		c := h2raw.Connect(t, a.addr)
 		send(c, 0, streamLimit/2)
 		c.Alive()
 		send(c, streamLimit/2, streamLimit/2+1)
-		c.WantGoAway(http2.ErrCodeEnhanceYourCalm)
+		saw.add(ending(c, waitDeadline(deadline)))
 		_ = c.Conn.Close()
 		if check != nil {
 			check(c)
 		}
 	}
+	saw.want(t, goAwayWanted(http2.ErrCodeEnhanceYourCalm), conns)
+	return fmt.Sprintf("%d connections: %s", conns, &saw)
 }
 
 // rapidReset: streams opened and reset in the same burst (CVE-2023-44487),
 // on 20 connections.
-func rapidReset(t *testing.T, a *arena) {
-	overTheLimit(t, a, 20, func(c *h2raw.Client, from, n int) { c.OpenAndReset(uint32(2*from+1), n) }, nil)
+func rapidReset(t testing.TB, a *arena) {
+	a.saw("%s", overTheLimit(t, a, 20, func(c *h2raw.Client, from, n int) { c.OpenAndReset(uint32(2*from+1), n) }, nil))
 }
 
 // emptyDataFlood: empty DATA frames that end nothing, on a call held by
 // the sink (CVE-2019-9518), on 10 connections.
-func emptyDataFlood(t *testing.T, a *arena) {
-	overTheLimit(t, a, 10, func(c *h2raw.Client, from, n int) {
+func emptyDataFlood(t testing.TB, a *arena) {
+	a.saw("%s", overTheLimit(t, a, 10, func(c *h2raw.Client, from, n int) {
 		if from == 0 {
 			c.Request(1, "POST", "/", false, "kn-forward-to", a.sink.URL+"/attack")
 		}
@@ -115,28 +160,33 @@ func emptyDataFlood(t *testing.T, a *arena) {
 				c.Check(fr.WriteData(1, false, nil))
 			}
 		})
-	}, nil)
+	}, nil))
 }
 
 // zeroLengthHeadersFlood: HEADERS frames with an empty header block, each
 // on a new stream: malformed requests, reset before any handler runs, on
 // 10 connections.
-func zeroLengthHeadersFlood(t *testing.T, a *arena) {
-	overTheLimit(t, a, 10, func(c *h2raw.Client, from, n int) {
+func zeroLengthHeadersFlood(t testing.TB, a *arena) {
+	a.saw("%s", overTheLimit(t, a, 10, func(c *h2raw.Client, from, n int) {
 		c.Burst(func(fr *http2.Framer) {
 			for i := from; i < from+n; i++ {
 				c.Check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), EndStream: true, EndHeaders: true}))
 			}
 		})
-	}, nil)
+	}, nil))
 }
 
 // hpackBomb: a 4,000-byte header value goes into the HPACK dynamic table
 // once; then every request refers to it 2,000 times, 2 KB on the wire
 // that decode to 8 MB. Each such header list is refused (431) without
 // being kept, and past the limit the connection is closed; 5 connections.
-func hpackBomb(t *testing.T, a *arena) {
-	overTheLimit(t, a, 5, func(c *h2raw.Client, from, n int) {
+func hpackBomb(t testing.TB, a *arena) {
+	var (
+		refused     int                // bombs answered 431
+		taken       = map[string]int{} // bombs answered otherwise, by status
+		firstNot431 []string           // the first bomb of a connection not refused
+	)
+	ends := overTheLimit(t, a, 5, func(c *h2raw.Client, from, n int) {
 		c.Burst(func(fr *http2.Framer) {
 			if from == 0 { // stream 1 adds the entry; the bombs follow
 				c.Check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: bombBlock(true), EndStream: true, EndHeaders: true}))
@@ -147,14 +197,29 @@ func hpackBomb(t *testing.T, a *arena) {
 		})
 	}, func(c *h2raw.Client) {
 		for id, st := range c.Streams {
-			if id > 1 && st.Status != "" && st.Status != "431" {
-				t.Errorf("bomb stream %d answered %s, want 431: its header list was taken", id, st.Status)
+			switch {
+			case id <= 1 || st.Status == "":
+			case st.Status == "431":
+				refused++
+			default:
+				taken[st.Status]++
 			}
 		}
 		if st := c.Streams[3]; st == nil || st.Status != "431" {
-			t.Errorf("the first bomb got %+v, want 431", st)
+			firstNot431 = append(firstNot431, fmt.Sprintf("%+v", st))
 		}
 	})
+	others := "no other answer"
+	if len(taken) > 0 {
+		others = fmt.Sprintf("other answers %v", taken)
+	}
+	a.saw("431 for %d bombs, %s; %s", refused, others, ends)
+	if len(taken) > 0 {
+		t.Errorf("bomb streams answered %v, want 431: their header lists were taken", taken)
+	}
+	if len(firstNot431) > 0 {
+		t.Errorf("the first bomb of %d connections got %s, want 431", len(firstNot431), firstNot431[0])
+	}
 }
 
 // bombBlock is an HPACK block written by hand (the client's encoder
@@ -183,7 +248,8 @@ func bombBlock(first bool) []byte {
 // controlFrameFlood: PING and SETTINGS frames, half a million, whose acks
 // are never read. The proxy answers each as it reads it, so once its acks
 // fill the connection it stops reading, and what it holds stays bounded.
-func controlFrameFlood(t *testing.T, a *arena) {
+func controlFrameFlood(t testing.TB, a *arena) {
+	var read []string
 	for range 2 {
 		c := h2raw.Connect(t, a.addr)
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
@@ -202,6 +268,8 @@ func controlFrameFlood(t *testing.T, a *arena) {
 			c.Check(err)
 		}
 		t.Logf("control-frame flood: %d frames written before the proxy stopped reading", sent)
+		read = append(read, fmt.Sprintf("%d", sent))
 		_ = c.Conn.Close()
 	}
+	a.saw("the proxy read %s frames before it stopped reading (500000 sent at most)", strings.Join(read, " and "))
 }
