@@ -139,8 +139,9 @@ e2e-cluster: cluster-up ## end-to-end scenarios on the one-node cluster
 # The cluster's benchmarks (test/cluster/e2e, Benchmark*): an async
 # hand-off through Traefik and queue-proxy, one caller and 32.
 .PHONY: bench-cluster
-bench-cluster: cluster-up ## benchmarks on the one-node cluster
-	$(GO) test -tags cluster -count=1 -run '^$$' -bench . -benchtime 2000x -timeout 20m ./test/cluster/e2e/
+bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 40 minutes)
+	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^BenchmarkHandOff$$' -benchtime 2000x -timeout 20m ./test/cluster/e2e/
+	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters)$$' -benchtime 1x -timeout 60m -v ./test/cluster/e2e/
 
 # What `make test` runs: e2e-cluster, then cluster-down, unless a cluster
 # was already running (it is left as it was found). The scenarios' log

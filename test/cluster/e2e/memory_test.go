@@ -19,16 +19,14 @@ limitations under the License.
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -133,36 +131,17 @@ func TestMemoryPerHeldCall(t *testing.T) {
 	}
 }
 
-// workingSets sums the kubelet's container_memory_working_set_bytes of the
-// proxy's containers (by container name) and of the activator.
+// workingSets sums the kubelet's working sets of the proxy's containers
+// (by container name) and of the activator.
 func workingSets(ctx context.Context, t testing.TB) map[string]float64 {
 	t.Helper()
-	nodes, err := cluster.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, n := range nodes.Items {
-		b, err := cluster.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy/metrics/resource").DoRaw(ctx)
-		if err != nil {
-			t.Fatalf("kubelet metrics: %v", err)
-		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("kubelet metrics: %v", err)
-		}
-		for _, m := range families["container_memory_working_set_bytes"].GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			switch {
-			case l["namespace"] == systemNamespace && (l["container"] == "proxy" || l["container"] == "queue-proxy") && len(l["pod"]) > len(proxyService) && l["pod"][:len(proxyService)] == proxyService:
-				out[l["container"]] += m.GetGauge().GetValue()
-			case l["namespace"] == "knative-serving" && l["container"] == "activator":
-				out["activator"] += m.GetGauge().GetValue()
-			}
+	for _, c := range containerUsages(ctx, t) {
+		switch {
+		case c.namespace == systemNamespace && (c.container == "proxy" || c.container == "queue-proxy") && strings.HasPrefix(c.pod, proxyService):
+			out[c.container] += c.workingSet
+		case c.namespace == "knative-serving" && c.container == "activator":
+			out["activator"] += c.workingSet
 		}
 	}
 	return out

@@ -19,6 +19,7 @@ limitations under the License.
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -30,6 +31,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // scrape reads the Prometheus text a pod serves on port /metrics.
@@ -93,4 +95,60 @@ series:
 		}
 	}
 	return total
+}
+
+// containerUsage is one container's line in the kubelet's resource metrics.
+type containerUsage struct {
+	namespace, pod, container string
+	workingSet                float64 // bytes
+	cpu                       float64 // core-seconds since the container started
+}
+
+// containerUsages reads every node's kubelet resource metrics
+// (/metrics/resource, through the API server's node proxy).
+func containerUsages(ctx context.Context, t testing.TB) []containerUsage {
+	t.Helper()
+	nodes, err := cluster.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ namespace, pod, container string }
+	byKey := map[key]*containerUsage{}
+	var order []key
+	for _, n := range nodes.Items {
+		b, err := cluster.kube.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy/metrics/resource").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("kubelet metrics: %v", err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("kubelet metrics: %v", err)
+		}
+		for _, family := range []string{"container_memory_working_set_bytes", "container_cpu_usage_seconds_total"} {
+			for _, m := range families[family].GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				k := key{l["namespace"], l["pod"], l["container"]}
+				c := byKey[k]
+				if c == nil {
+					c = &containerUsage{namespace: k.namespace, pod: k.pod, container: k.container}
+					byKey[k] = c
+					order = append(order, k)
+				}
+				if family == "container_memory_working_set_bytes" {
+					c.workingSet = m.GetGauge().GetValue()
+				} else {
+					c.cpu = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	out := make([]containerUsage, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byKey[k])
+	}
+	return out
 }

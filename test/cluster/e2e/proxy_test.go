@@ -123,6 +123,13 @@ func checkRefusal(t testing.TB, a answer, status int, reason string) {
 // a while, holding nothing.
 func proxyPods(ctx context.Context, t testing.TB) []corev1.Pod {
 	t.Helper()
+	return podsOf(ctx, t, systemNamespace, "serving.knative.dev/revision="+proxyRevision(ctx, t))
+}
+
+// proxyRevision is the proxy Service's latest ready revision, which is
+// also the name of its HorizontalPodAutoscaler.
+func proxyRevision(ctx context.Context, t testing.TB) string {
+	t.Helper()
 	ksvc, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -131,5 +138,5 @@ func proxyPods(ctx context.Context, t testing.TB) []corev1.Pod {
 	if rev == "" {
 		t.Fatalf("%s has no ready revision", proxyService)
 	}
-	return podsOf(ctx, t, systemNamespace, "serving.knative.dev/revision="+rev)
+	return rev
 }
