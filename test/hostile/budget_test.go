@@ -97,16 +97,17 @@ const refusedByBudget = "503 overloaded with Retry-After"
 // delivered; past the budget each is refused 503 overloaded with
 // Retry-After before its body is read, and the heap stays bounded.
 //
-// Each event has a connection of its own: the DATA frames a refused
-// event's caller sent before it saw the refusal arrive on a closed
-// stream, and past the stream limit of them on one connection the proxy
-// closes it as a flood of useless frames (h2server's abuse rule).
+// Every event goes on one h2c connection: what the caller had sent of a
+// refused event's body before it saw the refusal arrives on a closed
+// stream, and must not be taken for a flood of useless frames that would
+// close the connection.
 func asyncBodies(t testing.TB, a *arena) {
 	body := bytes.Repeat([]byte("e"), asyncBody)
 	var answers tally
 	var errs []string
+	client, closeConns := h2cClient(t, 60*time.Second)
+	defer closeConns()
 	for range asyncEvents {
-		client, closeConns := h2cClient(t, 60*time.Second)
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.proc.URL, bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +121,6 @@ func asyncBodies(t testing.TB, a *arena) {
 		} else if len(errs) < 3 {
 			errs = append(errs, err.Error())
 		}
-		closeConns()
 		answers.add(answerOf(resp, err))
 	}
 	accepted, refused := answers.n["202"], answers.n[refusedByBudget]

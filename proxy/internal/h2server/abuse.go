@@ -104,22 +104,39 @@ func (c *conn) dispatch() {
 // resetRing remembers the last streams the server reset, for the frames
 // a caller may still send on them before it sees the reset, which RFC
 // 9113 5.1 says to ignore; frames on other closed streams are an error.
-// Guarded by conn.mu.
+// Each keeps what the caller may still send on it: the stream's window
+// when it was reset, which bounds what was already on its way. Guarded
+// by conn.mu.
 type resetRing struct {
 	ids  [256]uint32
+	left [256]int64
 	next int
 }
 
-func (r *resetRing) add(id uint32) {
-	r.ids[r.next] = id
+// add remembers id, on which the caller may still send window bytes.
+func (r *resetRing) add(id uint32, window int64) {
+	r.ids[r.next], r.left[r.next] = id, window
 	r.next = (r.next + 1) % len(r.ids)
 }
 
-func (r *resetRing) has(id uint32) bool {
-	for _, v := range r.ids {
+func (r *resetRing) has(id uint32) bool { return r.find(id) >= 0 }
+
+// spend takes n bytes of DATA on id from what its window allowed: false
+// when id is not a stream we reset, or n is more than it had left.
+func (r *resetRing) spend(id uint32, n int64) bool {
+	i := r.find(id)
+	if i < 0 || n > r.left[i] {
+		return false
+	}
+	r.left[i] -= n
+	return true
+}
+
+func (r *resetRing) find(id uint32) int {
+	for i, v := range r.ids {
 		if v == id {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }

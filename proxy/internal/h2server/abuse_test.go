@@ -165,3 +165,44 @@ func TestUselessFrameFloods(t *testing.T) {
 		})
 	}
 }
+
+// TestBodiesOnTheirWayAreNotAFlood: a caller whose large requests are
+// answered before their bodies are read (a refusal) keeps sending what
+// each stream's window allowed until it sees the reset; those bytes are
+// not a flood, however many such calls it makes on one connection. DATA
+// past what the window allowed is.
+func TestBodiesOnTheirWayAreNotAFlood(t *testing.T) {
+	const limit = 10
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	open := func(t *testing.T) (*h2raw.Client, func(id uint32)) {
+		f := startServer(t, &h2server.Server{MaxConcurrentStreams: limit}, refuse)
+		c := h2raw.Connect(t, f.addr)
+		return c, func(id uint32) {
+			c.Request(id, "POST", "/", false, "content-length", "4194304")
+			c.OK(id, "503")
+		}
+	}
+	t.Run("within the window", func(t *testing.T) {
+		c, refused := open(t)
+		window := make([]byte, c.InitialWindow())
+		for i := range uint32(3 * limit) {
+			id := 1 + 2*i
+			refused(id)
+			c.Data(id, window, false) // 16 frames each, all within the window
+		}
+		c.Alive()
+	})
+	t.Run("past the window", func(t *testing.T) {
+		c, refused := open(t)
+		refused(1)
+		c.Data(1, make([]byte, c.InitialWindow()), false)
+		c.Burst(func(fr *http2.Framer) {
+			for range limit + 1 {
+				c.Check(fr.WriteData(1, false, []byte{0}))
+			}
+		})
+		c.WantGoAway(http2.ErrCodeEnhanceYourCalm)
+	})
+}

@@ -355,7 +355,7 @@ func (c *conn) onStreamError(se http2.StreamError) {
 // own since mu is held. The stream's handler, if still running, finds its
 // reads and writes failing.
 func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
-	c.ourResets.add(st.id)
+	c.ourResets.add(st.id, st.recv)
 	st.endLocked(err)
 	delete(c.streams, st.id)
 	st.resetCode.CompareAndSwap(0, uint32(code)+1)
@@ -368,10 +368,16 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 	}()
 }
 
-// writeReset sends RST_STREAM for a stream that has no record.
+// writeReset sends RST_STREAM for a stream that has no record: its
+// caller may have sent up to a new stream's window before it sees it.
 func (c *conn) writeReset(id uint32, code http2.ErrCode) {
 	c.mu.Lock()
-	c.ourResets.add(id)
+	c.ourResets.add(id, max(c.s.streamWindow(), initialWindow))
 	c.mu.Unlock()
+	c.sendReset(id, code)
+}
+
+// sendReset writes RST_STREAM for a stream already in ourResets.
+func (c *conn) sendReset(id uint32, code http2.ErrCode) {
 	_ = c.write(func() error { return c.w.FR.WriteRSTStream(id, code) })
 }

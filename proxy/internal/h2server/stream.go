@@ -241,17 +241,24 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		}
 		grow := c.refundLocked(n)
 		closed := st == nil || st.wireClosed.Load() // our END_STREAM or reset is out
-		if !closed {
-			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
-		}
 		// DATA sent before the caller saw our own RST_STREAM is ignored
 		// (RFC 9113 5.1); on any other closed stream it is STREAM_CLOSED,
 		// as x/net's server answers. The flood rule bounds how often.
-		answer := closed && !c.ourResets.has(f.StreamID)
+		// Bytes within the window the stream had when we reset it are
+		// what a caller had on its way, as when a large request is
+		// answered before its body is read: not a flood.
+		ours := closed && c.ourResets.has(f.StreamID)
+		onItsWay := ours && n > 0 && c.ourResets.spend(f.StreamID, n)
+		if !closed {
+			c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: DATA after the request ended"))
+		}
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
-		if answer {
+		if closed && !ours {
 			c.writeReset(f.StreamID, http2.ErrCodeStreamClosed)
+		}
+		if onItsWay {
+			return nil
 		}
 		return c.wasted()
 	}

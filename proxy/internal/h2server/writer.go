@@ -330,8 +330,10 @@ func (c *conn) finish(st *stream, p any) {
 	}
 	if !st.eof && st.err == nil && c.streams[st.id] == st {
 		// The answer is complete while the caller still sends: it can
-		// stop (RFC 9113 8.1).
-		go c.writeReset(st.id, http2.ErrCodeNo)
+		// stop (RFC 9113 8.1). Remembered before the record goes, so
+		// that what the caller already sent is not taken for a flood.
+		c.ourResets.add(st.id, st.recv)
+		go c.sendReset(st.id, http2.ErrCodeNo)
 	}
 	st.endLocked(errStreamClosed)
 	if c.streams[st.id] == st {
