@@ -220,7 +220,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.cron.Start()
 	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElection()
-	el := &elector{kc: a.p.Kube, namespace: a.p.Namespace, cc: cc, buckets: a.buckets, promote: a.promote, demote: a.demote}
+	el := &elector{kc: a.p.Kube, namespace: a.p.Namespace, cc: cc, buckets: a.buckets, promote: a.promote, demote: a.demote,
+		handoverWait: a.bucketHandoverWait, log: a.p.Logger}
 	elected := make(chan error, 1)
 	go func() { elected <- el.run(electCtx) }()
 	a.ready.Store(true)
@@ -277,18 +278,39 @@ func (a *Adapter) shutdown(stopElection func(), elected <-chan error, cancelSend
 // handover window, so that it fires here rather than in the gap before a
 // standby takes over; 0 when none is due.
 func (a *Adapter) handoverWait() time.Duration {
-	if a.p.HandoverWindow <= 0 {
-		return 0
-	}
-	now := time.Now()
 	var next time.Time
 	for _, e := range a.cron.Entries() {
 		if !e.Next.IsZero() && (next.IsZero() || e.Next.Before(next)) {
 			next = e.Next
 		}
 	}
-	if next.IsZero() || next.Sub(now) > a.p.HandoverWindow {
+	return a.waitFor(next)
+}
+
+// bucketHandoverWait is handoverWait for the sources of one bucket, before
+// it is given up to another replica.
+func (a *Adapter) bucketHandoverWait(b reconciler.Bucket) time.Duration {
+	a.mu.Lock()
+	var next time.Time
+	for key, en := range a.entries {
+		if b.Has(key) {
+			if e := a.cron.Entry(en.id); !e.Next.IsZero() && (next.IsZero() || e.Next.Before(next)) {
+				next = e.Next
+			}
+		}
+	}
+	a.mu.Unlock()
+	return a.waitFor(next)
+}
+
+// waitFor is how long until a tick due at next has started, if it is due
+// within the handover window; 0 otherwise.
+func (a *Adapter) waitFor(next time.Time) time.Duration {
+	if a.p.HandoverWindow <= 0 || next.IsZero() {
 		return 0
 	}
-	return next.Sub(now) + 50*time.Millisecond // time for the cron to start the tick
+	if d := time.Until(next); d <= a.p.HandoverWindow {
+		return max(d, 0) + 50*time.Millisecond // time for the cron to start the tick
+	}
+	return 0
 }

@@ -19,13 +19,16 @@ package mtping
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -94,23 +97,37 @@ func LeaseName(cc kle.ComponentConfig, i uint32) string {
 
 // elector runs one Lease election per bucket, as knative.dev/pkg's
 // standard builder does, but with the lease namespace given rather than
-// read from the process environment, and with promotion and demotion of a
-// bucket in order: each term's Promote happens before its Demote, on the
-// term's own context.
+// read from the process environment, with promotion and demotion of a
+// bucket in order (each term's Promote happens before its Demote, on the
+// term's own context), and with the buckets shared evenly between the
+// replicas (balancer): a replica stands for a free bucket only while it
+// leads fewer than its share, and gives up what it leads above it.
 type elector struct {
 	kc        kubernetes.Interface
 	namespace string
 	cc        kle.ComponentConfig
 	buckets   []reconciler.Bucket
 	// promote is called when a term starts; demote when it ends, with the
-	// same context (done by then).
+	// same context (done by then), or before, when the bucket is given up.
 	promote func(b reconciler.Bucket, term context.Context)
 	demote  func(b reconciler.Bucket, term context.Context)
+	// handoverWait is how long to wait before giving up b, so that a tick
+	// due meanwhile fires here rather than in the gap before another
+	// replica takes b. If nil, no wait.
+	handoverWait func(b reconciler.Bucket) time.Duration
+	log          *zap.SugaredLogger
 }
 
 // run takes part in every bucket's election until ctx ends, then releases
-// the leases it holds and returns. After a lost term it stands again.
+// the leases it holds and its member Lease, and returns. After a lost or
+// given-up term it stands again when its share allows.
 func (e *elector) run(ctx context.Context) error {
+	names := make([]string, len(e.buckets))
+	byName := make(map[string]reconciler.Bucket, len(e.buckets))
+	for i, b := range e.buckets {
+		names[i], byName[b.Name()] = b.Name(), b
+	}
+	bal := newBalancer(e.cc.Identity, names, e.cc.LeaseDuration, e.cc.RetryPeriod, time.Now)
 	les := make([]*leaderelection.LeaderElector, 0, len(e.buckets))
 	for _, b := range e.buckets {
 		lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.namespace, b.Name(),
@@ -119,7 +136,7 @@ func (e *elector) run(ctx context.Context) error {
 			return err
 		}
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:          lock,
+			Lock:          &gatedLock{Interface: lock, name: b.Name(), bal: bal},
 			LeaseDuration: e.cc.LeaseDuration,
 			RenewDeadline: e.cc.RenewDeadline,
 			RetryPeriod:   e.cc.RetryPeriod,
@@ -127,6 +144,7 @@ func (e *elector) run(ctx context.Context) error {
 				// Called in a goroutine of its own; term ends when the
 				// term does (after the lease is renewed no more).
 				OnStartedLeading: func(term context.Context) {
+					bal.started(b.Name(), term)
 					e.promote(b, term)
 					<-term.Done()
 					e.demote(b, term)
@@ -141,14 +159,78 @@ func (e *elector) run(ctx context.Context) error {
 		}
 		les = append(les, le)
 	}
+	members := &memberLeases{kc: e.kc, namespace: e.namespace, component: e.cc.Component,
+		name: MemberLeaseName(e.cc, e.cc.Identity), id: e.cc.Identity, duration: e.cc.LeaseDuration, now: time.Now}
 	var wg sync.WaitGroup
-	for _, le := range les {
+	for i, le := range les {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				le.Run(ctx) // one term (or none, when ctx ends first)
+				runCtx, end := context.WithCancel(ctx)
+				bal.running(names[i], end)
+				le.Run(runCtx) // one term (or none, when ctx ends first)
+				end()
+				bal.ended(names[i])
 			}
 		})
 	}
+	wg.Go(func() { e.balance(ctx, bal, members, byName) })
 	wg.Wait()
 	return nil
+}
+
+// balance keeps this replica's member Lease, reads the others' and gives
+// up buckets above this replica's share, every retry period until ctx
+// ends; it then deletes the member Lease.
+func (e *elector) balance(ctx context.Context, bal *balancer, m *memberLeases, byName map[string]reconciler.Bucket) {
+	var wg sync.WaitGroup // the releases waiting for a tick
+	defer wg.Wait()
+	var lastErr string
+	var lastLive []string
+	report := func(err error) {
+		switch {
+		case err != nil && err.Error() != lastErr:
+			e.log.Warnw("Member Leases: the shares may be uneven until this clears", zap.Error(err))
+			lastErr = err.Error()
+		case err == nil && lastErr != "":
+			e.log.Info("Member Leases readable again")
+			lastErr = ""
+		}
+	}
+	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+		err := m.renew(ctx)
+		if err == nil {
+			var live []string
+			if live, err = m.live(ctx); err == nil {
+				bal.setMembers(live)
+				if slices.Sort(live); !slices.Equal(live, lastLive) {
+					e.log.Infow("Replicas sharing the buckets", zap.Strings("replicas", live))
+					lastLive = live
+				}
+			}
+		}
+		report(err)
+		for _, r := range bal.surplus() {
+			b := byName[r.name]
+			var wait time.Duration
+			if e.handoverWait != nil {
+				wait = e.handoverWait(b)
+			}
+			e.log.Infow("Giving up a bucket to even the shares", zap.String("lease", r.name), zap.Duration("after", wait),
+				zap.Int("led", r.held), zap.Int("buckets", r.view.buckets), zap.Int("replicas", len(r.view.members)))
+			wg.Go(func() {
+				select {
+				case <-ctx.Done():
+					return // the election's end releases every Lease
+				case <-time.After(wait):
+				}
+				e.demote(b, r.term) // stop firing before the Lease is free
+				r.end()
+			})
+		}
+	}, e.cc.RetryPeriod, leaderelection.JitterFactor, true)
+	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cc.RenewDeadline)
+	defer cancel()
+	if err := m.leave(leaveCtx); err != nil {
+		e.log.Warnw("Member Lease not deleted: the others count this replica until it expires", zap.Error(err))
+	}
 }

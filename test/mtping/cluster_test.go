@@ -161,7 +161,8 @@ func (c *cluster) deleteSource(t *testing.T, ns, name string) {
 	}
 }
 
-// leaseHolders maps the adapter's Leases to their holders ("" when free).
+// leaseHolders maps the adapter's bucket Leases to their holders ("" when
+// free); member Leases are not buckets.
 func (c *cluster) leaseHolders(t *testing.T) map[string]string {
 	t.Helper()
 	leases, err := c.kube.CoordinationV1().Leases(systemNamespace).List(c.ctx, metav1.ListOptions{})
@@ -170,7 +171,7 @@ func (c *cluster) leaseHolders(t *testing.T) map[string]string {
 	}
 	holders := map[string]string{}
 	for _, l := range leases.Items {
-		if !strings.HasPrefix(l.Name, adapter.Component+".") {
+		if _, member := l.Labels[adapter.MemberLabel]; member || !strings.HasPrefix(l.Name, adapter.Component+".") {
 			continue
 		}
 		holder := ""
