@@ -107,6 +107,22 @@ $(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
 $(TOOLS_BIN)/etcd: $(TOOLS_MOD)
 	cd test/tools && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# The release (docs/install.md): release/ holds one YAML per profile with
+# the images by digest, their OCI archives (linux/amd64 and arm64), the
+# config-leader-election patch, the Prometheus Adapter rule and SHA256SUMS.
+# RELEASE_REGISTRY is where the images will be pushed; the default,
+# dev.local, is the test cluster's (it imports the archives).
+RELEASE_REGISTRY ?= dev.local
+RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
+.PHONY: release
+release: $(IMGTAR) ## release/: one YAML per profile, images by digest
+	RELEASE_REGISTRY=$(RELEASE_REGISTRY) RELEASE_PLATFORMS=$(RELEASE_PLATFORMS) IMGTAR=$(IMGTAR) hack/release.sh
+
+# The image-archive writer of the release and the cluster's images.
+IMGTAR := $(TOOLS_BIN)/imgtar
+$(IMGTAR): $(wildcard hack/imgtar/*.go)
+	CGO_ENABLED=0 $(GO) build -o $@ ./hack/imgtar
+
 $(TOOLS_BIN)/h2spec: test/tools/h2spec/go.mod test/tools/h2spec/go.sum
 	cd test/tools/h2spec && $(GO) build -o $@ github.com/summerwind/h2spec/cmd/h2spec
 

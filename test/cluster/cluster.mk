@@ -2,7 +2,7 @@
 # `make cluster-up`, `make cluster-down`. Binaries are built into
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
-.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images cluster-project-bins \
+.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
 	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images \
 	cluster-monitoring-bins cluster-monitoring-images
 
@@ -13,7 +13,7 @@ COREDNS_MOD := test/cluster/coredns/go.mod test/cluster/coredns/go.sum
 # Versions named in image tags come from the modules' own pins.
 modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 
-cluster-up: cluster-deps cluster-bins cluster-images cluster-project-bins ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
+cluster-up: cluster-deps cluster-bins cluster-images release ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
 	$(CLUSTER_DIR)/up.sh
 	$(CLUSTER_DIR)/serving.sh
 	$(CLUSTER_DIR)/eventing.sh
@@ -35,9 +35,9 @@ cluster-deps:
 	fi
 
 CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
-CLUSTER_SMALL := pause imgtar probe hello podsd e2esink
+CLUSTER_SMALL := pause probe hello podsd e2esink
 cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
-	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%)
+	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%) $(IMGTAR)
 
 # Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
 $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(TOOLS_MOD)
@@ -52,8 +52,8 @@ $(CLUSTER_BIN)/coredns.version: $(COREDNS_MOD)
 $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 	CGO_ENABLED=0 $(GO) build -o $@ ./test/cluster/$*
 
-# Image archives: one layer with the static binary, user 65532.
-IMGTAR = $(CLUSTER_BIN)/imgtar
+# Image archives: one layer with the static binary, user 65532, written
+# by hack/imgtar (Makefile).
 cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar
 
 $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
@@ -123,12 +123,6 @@ $(CLUSTER_IMAGES)/prometheus-adapter.tar: $(CLUSTER_BIN)/prometheus-adapter $(CL
 
 cluster-monitoring-bins: $(CLUSTER_BIN)/prometheus.version $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version
 cluster-monitoring-images: $(CLUSTER_IMAGES)/prometheus.tar $(CLUSTER_IMAGES)/prometheus-adapter.tar
-
-# This project's two images, built from this tree every time (go build is
-# incremental); project.sh tags them by content and imports them.
-cluster-project-bins:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLUSTER_BIN)/event-forwarding-proxy ./cmd/proxy
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(CLUSTER_BIN)/event-forwarding-mtping ./cmd/mtping
 
 # The end-to-end scenarios (test/cluster/e2e) on the cluster cluster-up
 # makes (or finds running); -v so a failing run's log tells why.

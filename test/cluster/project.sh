@@ -1,51 +1,37 @@
 #!/usr/bin/env bash
-# Installs this project on the cluster as docs/install.md tells an
-# operator: the YAML of config/ with its ko:// images resolved to the
-# dev.local images cluster.mk built from this tree (what `ko apply` does
-# with a registry), the Prometheus Adapter rule of config/async/ mounted as
-# the adapter's configuration, and forwarding turned on. Idempotent: a
-# changed binary gets a new image tag, so the Service makes a new revision
-# and the adapter rolls out; an unchanged one changes nothing.
+# Installs this project on the cluster from release/ (make release) by
+# running docs/install.md's own blocks: the release's image archives
+# imported into the node's containerd (where an operator pushes them to a
+# registry), the install block, the async profile's Prometheus Adapter
+# rule mounted as the adapter's configuration, and the forwarding block.
+# Idempotent: a changed binary gets a new digest, so the Service makes a
+# new revision and the adapter rolls out; an unchanged one changes nothing.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 NS=knative-eventing
-PROXY_URL=http://event-forwarding-proxy.$NS.svc.cluster.local
 
-# image NAME BINARY: the image archive of BINARY, imported; prints its name.
-image() {
-  local tag ref
-  tag=$(sha256sum "$2" | cut -c1-12)
-  ref=dev.local/$1:$tag
+# 1. The images, by the digests the release YAML names: containerd keeps
+# the archive's name (its version tag) and the digest name pods use.
+for archive in "$ROOT"/release/images/*.tar; do
+  name=$(tar -xOf "$archive" index.json | sed -n 's/.*"io.containerd.image.name":"\([^"]*\)".*/\1/p')
+  digest=$(tar -xOf "$archive" index.json | sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p')
+  ref=${name%:*}@$digest
   if ! ctr --address "$CONTAINERD_SOCK" -n k8s.io image ls -q | grep -qx "$ref"; then
-    "$BIN/imgtar" -o "$IMAGES/$1.tar" -name "$ref" -entrypoint "/$1" "$2=/$1"
-    ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --no-unpack=false "$IMAGES/$1.tar" >/dev/null
+    ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --all-platforms "$archive" >/dev/null
+    ctr --address "$CONTAINERD_SOCK" -n k8s.io image tag --force "$name" "$ref" >/dev/null
   fi
-  echo "$ref"
-}
-PROXY_IMAGE=$(image event-forwarding-proxy "$BIN/event-forwarding-proxy")
-MTPING_IMAGE=$(image event-forwarding-mtping "$BIN/event-forwarding-mtping")
-resolve() {
-  sed -e "s|ko://knative.dev/event-forwarding-proxy/cmd/proxy|$PROXY_IMAGE|" \
-    -e "s|ko://knative.dev/event-forwarding-proxy/cmd/mtping|$MTPING_IMAGE|"
-}
-# yamls DIR: the folder's YAML files as `kubectl apply -f DIR` reads them.
-yamls() {
-  local f
-  for f in "$1"/*.yaml; do echo "---"; cat "$f"; done | resolve
-}
-
-# 1. Apply (the default install: the async profile).
-yamls "$ROOT/config" | kc apply -f - >/dev/null
-# 2. The held-call gauge for the HPA: the rule's ConfigMap as Prometheus
+done
+# 2. Install.
+"$SRC/docblock.sh" install
+# 3. The held-call gauge for the HPA: the rule's ConfigMap as Prometheus
 # Adapter's configuration file.
-yamls "$ROOT/config/async" | kc apply -f - >/dev/null
+kc apply -f "$ROOT/release/prometheus-adapter-rule.yaml" >/dev/null
 kc -n monitoring patch deployment/prometheus-adapter --type strategic \
   -p '{"spec":{"template":{"spec":{"volumes":[{"name":"config","configMap":{"name":"event-forwarding-prometheus-adapter"}}]}}}}' >/dev/null
 kc -n monitoring rollout status deployment/prometheus-adapter --timeout=120s >/dev/null
 kc wait --for=condition=Available apiservice/v1beta1.custom.metrics.k8s.io --timeout=60s >/dev/null
-# 3. Forwarding on.
-kc -n $NS patch configmap/config-event-forwarding --type merge \
-  -p "{\"data\":{\"event-forwarding-proxy\":\"$PROXY_URL\"}}" >/dev/null
+# 4. Forwarding on.
+"$SRC/docblock.sh" forwarding
 
 # Ready for this generation, its latest revision serving: a wait on Ready
 # alone could see the previous generation's condition.
@@ -63,4 +49,4 @@ for rev in $(kc -n $NS get revisions -l serving.knative.dev/service=event-forwar
   [ "${rev#*/}" = "${revs#*/}" ] || kc -n $NS delete "$rev" >/dev/null
 done
 kc -n $NS rollout status deployment/pingsource-mt-adapter --timeout=180s >/dev/null
-log "event-forwarding-proxy installed: $PROXY_IMAGE, adapter $MTPING_IMAGE, forwarding to $PROXY_URL"
+log "event-forwarding-proxy installed from release/: $(kc -n $NS get ksvc/event-forwarding-proxy -o jsonpath='{.spec.template.spec.containers[0].image}'), adapter $(kc -n $NS get deployment/pingsource-mt-adapter -o jsonpath='{.spec.template.spec.containers[0].image}')"

@@ -28,19 +28,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kle "knative.dev/pkg/leaderelection"
+	"knative.dev/pkg/reconciler"
+
+	"knative.dev/event-forwarding-proxy/adapter/mtping"
 )
 
-// The adapter's Lease (one bucket: config/300-config-leader-election.yaml)
-// and the bound docs/mtping.md gives for a graceful stop of its holder:
-// a standby holds it within 2.2 retry-periods (2 s) of the release, so
-// sources firing every 10 s lose no tick and none fires twice.
+// The adapter's buckets (config/patches/config-leader-election.yaml: 10
+// Leases, 15 s lease duration, 2 s retry period) and what docs/mtping.md
+// promises of them: each of R replicas holds ⌊10/R⌋ to ⌈10/R⌉ buckets
+// once the shares settle, a bucket never fires from two replicas, and a
+// source whose bucket moves misses at most one tick.
 const (
-	adapterLease    = "pingsource-mt-adapter.knative.dev.eventing.pkg.adapter.mtping.reconciler.00-of-01"
-	haSources       = 5
+	adapterBuckets  = 10
+	haSources       = 30
 	haSchedule      = "*/10 * * * * *"
 	haTick          = 10 * time.Second
-	leaseMoveBound  = 4400 * time.Millisecond // 2.2 x retry-period
-	haObservedTicks = 6                       // per source, after the move
+	shareBound      = 90 * time.Second // a pod's start, its first Lease period and the hand-overs
+	haObservedTicks = 4                // per source, after each change
 )
 
 const haSourceManifest = `
@@ -56,24 +62,36 @@ spec:
 `
 
 // TestAdapter checks the adapter as it runs under upstream's controller:
-// the controller's reconciles leave it with the operator's settings, and
-// deleting the pod that fires moves its sources to the standby within the
-// documented bound, with no tick lost or fired twice.
+// the controller's reconciles leave it with the operator's settings;
+// scaling the Deployment from 1 to 3 replicas gives each about a third of
+// the sources; deleting one moves its share to the others and then to its
+// replacement; through all of it no tick fires twice and no source misses
+// more than one.
 func TestAdapter(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "ha")
 	s := newSink(ctx, t, ns)
 	setThreshold(ctx, t, "0") // always through the proxy
+	var sources []types.NamespacedName
 	for i := range haSources {
-		apply(ctx, t, ns, strings.ReplaceAll(haSourceManifest, "{{NAME}}", fmt.Sprintf("ha-%d", i)))
+		name := fmt.Sprintf("ha-%d", i)
+		apply(ctx, t, ns, strings.ReplaceAll(haSourceManifest, "{{NAME}}", name))
+		sources = append(sources, types.NamespacedName{Namespace: ns, Name: name})
 	}
-	for i := range haSources {
-		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("ha-%d", i), 2*time.Minute)
+	for _, src := range sources {
+		waitReady(ctx, t, pingSourceGVR, ns, src.Name, 2*time.Minute)
 	}
 	// The controller's first reconcile after an install writes its env into
 	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
-	waitAdapter(ctx, t, "dev.local/event-forwarding-mtping:", "event-forwarding-pingsource-adapter", 2)
+	waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+	t.Cleanup(func() {
+		// Back to the installed 2 replicas; ctx is cancelled by now.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		scaleAdapter(ctx, t, 2)
+		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+	})
 
 	t.Run("settings survive the controller", func(t *testing.T) {
 		// Every PingSource reconcile runs the controller's adapter
@@ -93,7 +111,7 @@ func TestAdapter(t *testing.T) {
 		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != "event-forwarding-pingsource-adapter" {
 			t.Errorf("envFrom %v: the settings' ConfigMap is gone", c.EnvFrom)
 		}
-		if *d.Spec.Replicas != 2 || !strings.HasPrefix(c.Image, "dev.local/event-forwarding-mtping:") {
+		if *d.Spec.Replicas != 2 || !strings.HasPrefix(c.Image, projectAdapterImage) {
 			t.Errorf("replicas %d, image %s", *d.Spec.Replicas, c.Image)
 		}
 		cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, "event-forwarding-pingsource-adapter", metav1.GetOptions{})
@@ -108,81 +126,167 @@ func TestAdapter(t *testing.T) {
 		}
 	})
 
-	t.Run("leader deleted", func(t *testing.T) {
-		// Ticks before the move, so every source is known to fire.
-		eventually(t, 2*haTick+time.Minute, time.Second, func() string { return "sources not all firing" }, func() bool {
-			return len(ticksBySource(s.records(ctx, t))) == haSources
+	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
+	// settle scales the adapter to replicas (0: as it is), waits until the
+	// ready pods share the buckets evenly, then until every source has
+	// fired haObservedTicks more times, and checks the ticks since from.
+	settle := func(t *testing.T, replicas int32, from time.Time) {
+		t.Helper()
+		if replicas > 0 {
+			scaleAdapter(ctx, t, replicas)
+			waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", replicas)
+		}
+		var holders map[string]string
+		eventually(t, shareBound, 500*time.Millisecond, func() string { return fmt.Sprintf("shares not even: %v", holders) }, func() bool {
+			holders = bucketHolders(ctx, t, buckets)
+			return evenShares(holders, adapterPods(ctx, t))
 		})
-		// The leader is a ready pod of the Deployment: after the rollout
-		// the Lease may still name a replaced pod until its successor
-		// takes it.
-		var leader string
-		eventually(t, time.Minute, time.Second, func() string { return "the Lease is held by " + leader + ", not a ready adapter pod" }, func() bool {
-			leader = leaseHolder(ctx, t)
-			for _, p := range adapterPods(ctx, t) {
-				if p.Name == leader {
-					return true
+		owners := map[string]int{}
+		for _, src := range sources {
+			for _, b := range buckets {
+				if b.Has(src) {
+					owners[holders[b.Name()]]++
 				}
 			}
-			return false
-		})
-		deleted := time.Now()
-		if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, leader, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
 		}
-		var holder string
-		eventually(t, time.Minute, 200*time.Millisecond, func() string { return "Lease still held by " + holder }, func() bool {
-			holder = leaseHolder(ctx, t)
-			return holder != "" && holder != leader
-		})
-		moved := time.Since(deleted)
-		t.Logf("Lease moved from %s to %s %v after the delete", leader, holder, moved.Round(100*time.Millisecond))
-
-		// Then every source keeps its 10 s rhythm: no gap, no twin. Wait
-		// until each has fired haObservedTicks times after the delete.
-		eventually(t, (haObservedTicks+3)*haTick, time.Second, func() string { return "sources stopped firing after the move" }, func() bool {
+		t.Logf("%d replicas: buckets %v, sources %v, %v after the change", len(adapterPods(ctx, t)), bucketCounts(holders), owners,
+			time.Since(from).Round(100*time.Millisecond))
+		settled := time.Now()
+		eventually(t, (haObservedTicks+2)*haTick, time.Second, func() string { return "sources stopped firing" }, func() bool {
 			by := ticksBySource(s.records(ctx, t))
 			for _, ticks := range by {
-				if n := len(ticks); n == 0 || !ticks[n-1].After(deleted.Add(haObservedTicks*haTick-haTick)) {
+				if n := len(ticks); n == 0 || !ticks[n-1].After(settled.Add(haObservedTicks*haTick-haTick)) {
 					return false
 				}
 			}
 			return len(by) == haSources
 		})
-		since := deleted.Add(-2 * haTick)
-		for src, ticks := range ticksBySource(s.records(ctx, t)) {
-			var kept []time.Time
-			for _, tk := range ticks {
-				if tk.After(since) {
-					kept = append(kept, tk)
+		checkTicks(t, s.records(ctx, t), from.Add(-2*haTick))
+	}
+
+	t.Run("from 1 to 3 replicas", func(t *testing.T) {
+		// Ticks first, so every source is known to fire.
+		eventually(t, 2*haTick+time.Minute, time.Second, func() string { return "sources not all firing" }, func() bool {
+			return len(ticksBySource(s.records(ctx, t))) == haSources
+		})
+		settle(t, 1, time.Now())
+		settle(t, 3, time.Now())
+	})
+
+	t.Run("a replica deleted", func(t *testing.T) {
+		pods := adapterPods(ctx, t)
+		victim := pods[0].Name
+		deleted := time.Now()
+		if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Its buckets go to the others at once; its replacement, once
+		// ready, takes its share back from them.
+		var holders map[string]string
+		eventually(t, time.Minute, 200*time.Millisecond, func() string { return fmt.Sprintf("%s still holds buckets: %v", victim, holders) }, func() bool {
+			holders = bucketHolders(ctx, t, buckets)
+			for _, h := range holders {
+				if h == victim || h == "" {
+					return false
 				}
 			}
-			for i := 1; i < len(kept); i++ {
-				switch gap := kept[i].Sub(kept[i-1]); {
-				case gap == 0:
-					t.Errorf("%s fired twice for the tick of %v", src, kept[i])
-				case gap > haTick:
-					t.Errorf("%s lost %d ticks between %v and %v", src, int(gap/haTick)-1, kept[i-1], kept[i])
+			return true
+		})
+		t.Logf("%s's buckets moved %v after the delete", victim, time.Since(deleted).Round(100*time.Millisecond))
+		eventually(t, shareBound, time.Second, func() string { return "no replacement pod ready" }, func() bool {
+			n := 0
+			for _, p := range adapterPods(ctx, t) {
+				if p.Name != victim {
+					n++
 				}
 			}
-			if len(kept) < haObservedTicks {
-				t.Errorf("%s: %d ticks since %v, want at least %d", src, len(kept), since, haObservedTicks)
-			}
-		}
-		if moved > time.Minute {
-			t.Errorf("the Lease took %v to move (graceful stop; bound %v after the release)", moved, leaseMoveBound)
-		}
+			return n == 3
+		})
+		settle(t, 0, deleted)
 	})
 }
 
-// leaseHolder is the pod holding the adapter's Lease ("" if none).
-func leaseHolder(ctx context.Context, t testing.TB) string {
+// projectAdapterImage is how the release names this project's adapter
+// image on the cluster (docs/install.md): by digest.
+const projectAdapterImage = "dev.local/event-forwarding-mtping@sha256:"
+
+func scaleAdapter(ctx context.Context, t testing.TB, replicas int32) {
 	t.Helper()
-	l, err := cluster.kube.CoordinationV1().Leases(systemNamespace).Get(ctx, adapterLease, metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil {
-		return ""
+	scale, err := cluster.kube.AppsV1().Deployments(systemNamespace).GetScale(ctx, adapterName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return *l.Spec.HolderIdentity
+	scale.Spec.Replicas = replicas
+	if _, err := cluster.kube.AppsV1().Deployments(systemNamespace).UpdateScale(ctx, adapterName, scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bucketHolders maps each bucket's Lease to its holder ("" if none).
+func bucketHolders(ctx context.Context, t testing.TB, buckets []reconciler.Bucket) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, b := range buckets {
+		out[b.Name()] = ""
+		l, err := cluster.kube.CoordinationV1().Leases(systemNamespace).Get(ctx, b.Name(), metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil {
+			out[b.Name()] = *l.Spec.HolderIdentity
+		}
+	}
+	return out
+}
+
+func bucketCounts(holders map[string]string) map[string]int {
+	counts := map[string]int{}
+	for _, h := range holders {
+		counts[h]++
+	}
+	return counts
+}
+
+// evenShares reports whether every bucket is held by one of pods, each
+// pod holding ⌊B/R⌋ to ⌈B/R⌉ of them.
+func evenShares(holders map[string]string, pods []corev1.Pod) bool {
+	counts := bucketCounts(holders)
+	lo, hi := len(holders)/len(pods), (len(holders)+len(pods)-1)/len(pods)
+	held := 0
+	for _, p := range pods {
+		n := counts[p.Name]
+		if n < lo || n > hi {
+			return false
+		}
+		held += n
+	}
+	return held == len(holders)
+}
+
+// checkTicks checks each PingSource's ticks since since: none twice, no
+// gap of more than one missed tick; it logs the ticks missed in all.
+func checkTicks(t *testing.T, rs []record, since time.Time) {
+	t.Helper()
+	fired, missed := 0, 0
+	defer func() { t.Logf("since %v: %d ticks fired, %d missed", since.Format(time.TimeOnly), fired, missed) }()
+	for src, ticks := range ticksBySource(rs) {
+		var kept []time.Time
+		for _, tk := range ticks {
+			if tk.After(since) {
+				kept = append(kept, tk)
+			}
+		}
+		fired += len(kept)
+		for i := 1; i < len(kept); i++ {
+			gap := kept[i].Sub(kept[i-1])
+			if gap > haTick {
+				missed += int(gap/haTick) - 1
+			}
+			switch {
+			case gap == 0:
+				t.Errorf("%s fired twice for the tick of %v", src, kept[i])
+			case gap > 2*haTick:
+				t.Errorf("%s lost %d ticks between %v and %v", src, int(gap/haTick)-1, kept[i-1], kept[i])
+			}
+		}
+	}
 }
 
 // ticksBySource returns, per PingSource, the tick times (Ce-Time) of the

@@ -73,8 +73,8 @@ func BenchmarkSeedAdapters(b *testing.B) {
 	b.Run("adapter=upstream", func(b *testing.B) {
 		kubectlApply(b, upstreamEventing(b, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
 		b.Cleanup(func() {
-			install(b)
-			waitAdapter(ctx, b, "dev.local/event-forwarding-mtping:", "event-forwarding-pingsource-adapter", 2)
+			docBlock(b, "install")
+			waitAdapter(ctx, b, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
 		})
 		waitAdapter(ctx, b, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
 		rows = append(rows, runSeedLoad(ctx, b, ns, s, "upstream"))

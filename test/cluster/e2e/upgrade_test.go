@@ -46,10 +46,11 @@ spec:
     uri: /upgrade
 `
 
-// TestUpgradeRollbackUninstall does what docs/mtping.md tells an operator
-// for an Eventing upgrade, the way back to upstream's adapter and the
-// uninstall, checking after each step what the docs say happens and that
-// the PingSource keeps firing; then installs the project again.
+// TestUpgradeRollbackUninstall runs docs/install.md's own blocks for an
+// Eventing upgrade, the way back to upstream's adapter and the uninstall
+// (test/cluster/docblock.sh), checking after each step what the page says
+// happens and that the PingSource keeps firing; then installs the project
+// again.
 func TestUpgradeRollbackUninstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -71,54 +72,82 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		})
 	}
 	firing(t, "installed")
+	patched := leaderElection(ctx, t)
+	if patched["buckets"] == "" {
+		t.Fatalf("config-leader-election %v: the install did not patch it", patched)
+	}
 
 	t.Run("Eventing upgrade", func(t *testing.T) {
 		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
 		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
 		firing(t, "after the upgrade, upstream's adapter")
-		// What the docs say to do next: apply config/ again.
-		install(t)
-		waitAdapter(ctx, t, "dev.local/event-forwarding-mtping:", "event-forwarding-pingsource-adapter", 2)
+		for _, k := range []string{"buckets", "lease-duration", "renew-deadline", "retry-period"} {
+			if got := leaderElection(ctx, t)[k]; got != patched[k] {
+				t.Errorf("config-leader-election %s = %q after the upgrade, want the patched %q", k, got, patched[k])
+			}
+		}
+		// What the page says to do next: its install block again.
+		docBlock(t, "install")
+		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
 		cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cm.Data["event-forwarding-proxy"] != "http://"+proxyHost {
-			t.Errorf("forwarding setting after re-applying config/: %q", cm.Data["event-forwarding-proxy"])
+			t.Errorf("forwarding setting after installing again: %q", cm.Data["event-forwarding-proxy"])
 		}
-		firing(t, "after config/ again")
+		firing(t, "after installing again")
 	})
 
 	t.Run("the way back", func(t *testing.T) {
-		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
+		core := filepath.Join(t.TempDir(), "eventing-core.yaml")
+		if err := os.WriteFile(core, []byte(upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		docBlock(t, "rollback", "EVENTING_CORE="+core)
 		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		le := leaderElection(ctx, t)
+		for _, k := range []string{"buckets", "lease-duration", "renew-deadline", "retry-period"} {
+			if v, ok := le[k]; ok {
+				t.Errorf("config-leader-election still sets %s = %q after the way back", k, v)
+			}
+		}
 		firing(t, "upstream's adapter")
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
-		for _, args := range uninstallCommands() {
-			if out, err := kubectl(args...); err != nil {
-				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-		}
+		docBlock(t, "uninstall")
 		eventually(t, 2*time.Minute, 2*time.Second, func() string { return "the proxy Service is still there" }, func() bool {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
 			return err != nil
 		})
+		left, err := kubectl("get", "serviceaccount,configmap,role,rolebinding,clusterrole,clusterrolebinding", "-A",
+			"-l", "app.kubernetes.io/name=event-forwarding-proxy", "-o", "name")
+		if err != nil || strings.TrimSpace(string(left)) != "" {
+			t.Errorf("left after the uninstall (%v): %s", err, left)
+		}
 		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
 		firing(t, "after the uninstall")
 	})
 }
 
-// uninstallCommands are docs/mtping.md's uninstall, as kubectl arguments.
-func uninstallCommands() [][]string {
-	return [][]string{
-		{"-n", systemNamespace, "delete", "ksvc", proxyService, "--ignore-not-found"},
-		{"-n", systemNamespace, "delete", "configmap", forwardingCM, "event-forwarding-pingsource-adapter", "--ignore-not-found"},
-		{"-n", systemNamespace, "delete", "serviceaccount", "event-forwarding-proxy", "event-forwarding-pingsource-adapter", "--ignore-not-found"},
-		{"-n", systemNamespace, "delete", "role,rolebinding", "-l", "app.kubernetes.io/name=event-forwarding-proxy"},
-		{"delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/name=event-forwarding-proxy"},
-		{"-n", "monitoring", "delete", "configmap", "event-forwarding-prometheus-adapter", "--ignore-not-found"},
+// leaderElection is the data of Eventing's config-leader-election.
+func leaderElection(ctx context.Context, t testing.TB) map[string]string {
+	t.Helper()
+	cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, "config-leader-election", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
+}
+
+// docBlock runs the block of docs/install.md marked name, with env added.
+func docBlock(t testing.TB, name string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "test/cluster/docblock.sh"), name)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docs/install.md, block %s: %v\n%s", name, err, out)
 	}
 }
 
@@ -163,14 +192,6 @@ func kubectlApply(t testing.TB, manifest string) {
 	}
 }
 
-// install applies config/ as docs/install.md says (test/cluster/project.sh).
-func install(t testing.TB) {
-	t.Helper()
-	if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
-		t.Fatalf("install: %v\n%s", err, out)
-	}
-}
-
 // waitAdapter waits until the adapter's Deployment runs image (a prefix)
 // as account with replicas ready replicas.
 func waitAdapter(ctx context.Context, t testing.TB, image, account string, replicas int32) {
@@ -187,6 +208,6 @@ func waitAdapter(ctx context.Context, t testing.TB, image, account string, repli
 			d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas)
 		return strings.HasPrefix(c.Image, image) && d.Spec.Template.Spec.ServiceAccountName == account &&
 			*d.Spec.Replicas == replicas && d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas &&
-			d.Status.Replicas == replicas
+			d.Status.Replicas == replicas && d.Status.AvailableReplicas == replicas
 	})
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the release (make release): the two images as OCI archives, and
+# per profile one YAML with them by digest, from config/. Nothing is
+# pushed; docs/install.md says how.
+#
+#   RELEASE_REGISTRY  where the images will live (default dev.local, the test cluster's)
+#   RELEASE_DIR       output folder (default release)
+#   RELEASE_PLATFORMS os/arch list (default linux/amd64,linux/arm64)
+#   IMGTAR            the image-archive writer (hack/imgtar), built by make
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REGISTRY=${RELEASE_REGISTRY:-dev.local}
+OUT=${RELEASE_DIR:-$ROOT/release}
+PLATFORMS=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
+IMGTAR=${IMGTAR:?the path of hack/imgtar built}
+BUILD=$ROOT/.cache/release
+VERSION=$(git -C "$ROOT" describe --tags --always --dirty)
+MODULE=knative.dev/event-forwarding-proxy
+mkdir -p "$BUILD" "$OUT/images"
+rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"
+
+# image CMD: builds cmd/CMD for every platform and its OCI archive; prints
+# the image by digest.
+image() {
+  local name=event-forwarding-$1 platform digest
+  for platform in ${PLATFORMS//,/ }; do
+    (cd "$ROOT" && CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
+      go build -trimpath -ldflags '-s -w' -o "$BUILD/$name-${platform#*/}" "./cmd/$1")
+  done
+  digest=$("$IMGTAR" -format oci -platforms "$PLATFORMS" -o "$OUT/images/$name.tar" \
+    -name "$REGISTRY/$name:$VERSION" -entrypoint "/$1" "$BUILD/$name-{arch}=/$1")
+  echo "$REGISTRY/$name@$digest"
+}
+PROXY_IMAGE=$(image proxy)
+MTPING_IMAGE=$(image mtping)
+
+# profile NAME FILE...: one YAML of the files, images resolved.
+profile() {
+  local name=$1 f
+  shift
+  {
+    cat <<HEADER
+# event-forwarding-proxy $VERSION, $name profile (make release, from config/).
+# Install: kubectl apply -f this file, then patch config-leader-election
+# (docs/install.md). It replaces Knative Eventing's pingsource-mt-adapter
+# Deployment in place, so never kubectl delete -f this file: upstream's
+# PingSource controller needs that Deployment; docs/install.md uninstalls.
+HEADER
+    for f in "$@"; do
+      echo "---"
+      grep -v '^# ' "$f" | grep -v '^#$'
+    done
+  } | sed -e "s|ko://$MODULE/cmd/proxy|$PROXY_IMAGE|" -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
+    >"$OUT/event-forwarding-proxy-$name.yaml"
+}
+base=()
+for f in "$ROOT"/config/*.yaml; do
+  [ "$(basename "$f")" = 400-proxy.yaml ] || base+=("$f")
+done
+profile async "${base[@]}" "$ROOT/config/400-proxy.yaml"
+profile sync "${base[@]}" "$ROOT/config/sync/400-proxy.yaml"
+cp "$ROOT/config/patches/config-leader-election.yaml" "$OUT/config-leader-election-patch.yaml"
+cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rule.yaml"
+(cd "$OUT" && sha256sum ./*.yaml images/*.tar >SHA256SUMS)
+echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

@@ -1,0 +1,372 @@
+//go:build integration
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package manifests
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+const releaseRegistry = "registry.example/knative"
+
+// releaseImage is an image reference as the release YAML must name it.
+var releaseImage = regexp.MustCompile(`^` + regexp.QuoteMeta(releaseRegistry) + `/(event-forwarding-(?:proxy|mtping))@(sha256:[0-9a-f]{64})$`)
+
+// leaderElectionKeys are the keys the patch may set, no more.
+var leaderElectionKeys = []string{"buckets", "lease-duration", "renew-deadline", "retry-period"}
+
+// TestRelease builds the release as `make release` does, into a temporary
+// folder, and checks what docs/install.md says of it: one YAML per profile
+// with config/'s objects and the images by the digests of the archives
+// beside them, Eventing's config-leader-election only patched, checksums
+// that hold, and the same digests from a second build of the same tree.
+func TestRelease(t *testing.T) {
+	dir := t.TempDir()
+	imgtar := filepath.Join(dir, "imgtar")
+	if out, err := exec.Command("go", "build", "-o", imgtar, filepath.Join(repoRoot, "hack/imgtar")).CombinedOutput(); err != nil {
+		t.Fatalf("building imgtar: %v\n%s", err, out)
+	}
+	out := buildRelease(t, imgtar, filepath.Join(dir, "release"))
+	digests := map[string]string{}
+	for _, name := range []string{"event-forwarding-proxy", "event-forwarding-mtping"} {
+		digests[name] = archiveIndex(t, filepath.Join(out, "images", name+".tar"))
+	}
+
+	t.Run("profiles", func(t *testing.T) {
+		for profile, serviceFile := range map[string]string{"async": "config/400-proxy.yaml", "sync": "config/sync/400-proxy.yaml"} {
+			t.Run(profile, func(t *testing.T) {
+				file := "event-forwarding-proxy-" + profile + ".yaml"
+				text, err := os.ReadFile(filepath.Join(out, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, banned := range []string{"ko://", ":latest"} {
+					if strings.Contains(string(text), banned) {
+						t.Errorf("%s holds %q", file, banned)
+					}
+				}
+				if !strings.Contains(string(text), "never kubectl delete -f this file") {
+					t.Errorf("%s does not say up front that it replaces Eventing's adapter Deployment", file)
+				}
+				docs, err := readFile(filepath.Join(out, file), file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkReleaseImages(t, docs, digests)
+				checkReleaseObjects(t, docs, serviceFile, digests)
+			})
+		}
+	})
+
+	t.Run("leader-election patch", func(t *testing.T) {
+		patch := readPatch(t, filepath.Join(out, "config-leader-election-patch.yaml"))
+		if got := slices.Sorted(maps.Keys(patch)); !slices.Equal(got, leaderElectionKeys) {
+			t.Errorf("the patch sets %v, want exactly %v", got, leaderElectionKeys)
+		}
+		if b, err := strconv.Atoi(patch["buckets"]); err != nil || b < 1 || b > 10 {
+			t.Errorf("buckets %q: want 1 to 10, knative.dev/pkg's range", patch["buckets"])
+		}
+		if src := readPatch(t, filepath.Join(repoRoot, "config/patches/config-leader-election.yaml")); !maps.Equal(src, patch) {
+			t.Errorf("the release's patch %v differs from config/patches' %v", patch, src)
+		}
+	})
+
+	t.Run("checksums", func(t *testing.T) { checkSums(t, out) })
+
+	t.Run("same tree, same digests", func(t *testing.T) {
+		again := buildRelease(t, imgtar, filepath.Join(dir, "again"))
+		for name, d := range digests {
+			if got := archiveIndex(t, filepath.Join(again, "images", name+".tar")); got != d {
+				t.Errorf("%s: %s, then %s", name, d, got)
+			}
+		}
+	})
+
+	t.Run("docs name what the release holds", func(t *testing.T) { checkInstallDoc(t, out) })
+}
+
+// buildRelease runs hack/release.sh into out.
+func buildRelease(t *testing.T, imgtar, out string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "hack/release.sh"))
+	cmd.Env = append(os.Environ(), "RELEASE_REGISTRY="+releaseRegistry, "RELEASE_DIR="+out, "IMGTAR="+imgtar)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release.sh: %v\n%s", err, b)
+	}
+	return out
+}
+
+// archiveIndex is the image index digest an OCI archive's index.json
+// names, after checking the index covers both platforms.
+func archiveIndex(t *testing.T, archive string) string {
+	t.Helper()
+	files := tarFiles(t, archive)
+	var top struct {
+		Manifests []struct{ Digest string } `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &top); err != nil || len(top.Manifests) != 1 {
+		t.Fatalf("%s: index.json %s (%v)", archive, files["index.json"], err)
+	}
+	d := top.Manifests[0].Digest
+	var index struct {
+		Manifests []struct {
+			Platform struct{ OS, Architecture string } `json:"platform"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(d, "sha256:")], &index); err != nil {
+		t.Fatalf("%s: image index %s: %v", archive, d, err)
+	}
+	var platforms []string
+	for _, m := range index.Manifests {
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+	}
+	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("%s: platforms %v", archive, platforms)
+	}
+	return d
+}
+
+func tarFiles(t *testing.T, archive string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", archive, err)
+		}
+		if strings.HasSuffix(h.Name, ".json") || h.Size < 1<<20 {
+			if files[h.Name], err = io.ReadAll(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkReleaseImages checks every container names a release image by the
+// digest of its archive.
+func checkReleaseImages(t *testing.T, docs []Document, digests map[string]string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, d := range docs {
+		for _, img := range containerImages(t, d) {
+			m := releaseImage.FindStringSubmatch(img)
+			switch {
+			case m == nil:
+				t.Errorf("%s: image %q, want %s/<name>@sha256:<digest>", d, img, releaseRegistry)
+			case digests[m[1]] != m[2]:
+				t.Errorf("%s: image %q, but its archive's index is %s", d, img, digests[m[1]])
+			default:
+				seen[m[1]] = true
+			}
+		}
+	}
+	if len(seen) != len(digests) {
+		t.Errorf("images used: %v, want every one of %v", seen, slices.Sorted(maps.Keys(digests)))
+	}
+}
+
+// containerImages are the images of a document's pod template, if any.
+func containerImages(t *testing.T, d Document) []string {
+	t.Helper()
+	var obj struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct{ Image string } `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(d.YAML, &obj); err != nil {
+		t.Fatalf("%s: %v", d, err)
+	}
+	var images []string
+	for _, c := range obj.Spec.Template.Spec.Containers {
+		images = append(images, c.Image)
+	}
+	return images
+}
+
+// checkReleaseObjects checks the profile holds config/'s objects, with the
+// profile's Service, each the same as its source but for the images; and
+// no whole config-leader-election.
+func checkReleaseObjects(t *testing.T, docs []Document, serviceFile string, digests map[string]string) {
+	t.Helper()
+	src, err := Load(repoRoot, "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := readFile(filepath.Join(repoRoot, serviceFile), serviceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{}
+	for _, d := range src {
+		if d.File != "config/400-proxy.yaml" {
+			want[objectKey(d)] = resolved(t, d, digests)
+		}
+	}
+	for _, d := range svc {
+		want[objectKey(d)] = resolved(t, d, digests)
+	}
+	got := map[string]any{}
+	for _, d := range docs {
+		if d.GVK.Kind == "ConfigMap" && d.Name == "config-leader-election" {
+			t.Errorf("%s replaces Eventing's config-leader-election: patch its keys instead", d)
+		}
+		got[objectKey(d)] = resolved(t, d, nil)
+	}
+	if g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)); !slices.Equal(g, w) {
+		t.Fatalf("objects %v, want %v", g, w)
+	}
+	for k, w := range want {
+		gj, _ := json.Marshal(got[k])
+		wj, _ := json.Marshal(w)
+		if string(gj) != string(wj) {
+			t.Errorf("%s differs from config/:\n got %s\nwant %s", k, gj, wj)
+		}
+	}
+}
+
+func objectKey(d Document) string {
+	return fmt.Sprintf("%s %s/%s", d.GVK.Kind, d.Namespace, d.Name)
+}
+
+// resolved is the document as data, its ko:// images replaced by the
+// release's (with digests; as is without).
+func resolved(t *testing.T, d Document, digests map[string]string) any {
+	t.Helper()
+	text := string(d.YAML)
+	for name, digest := range digests {
+		cmd := strings.TrimPrefix(name, "event-forwarding-")
+		text = strings.ReplaceAll(text, "ko://"+module+"/cmd/"+cmd, releaseRegistry+"/"+name+"@"+digest)
+	}
+	var v any
+	if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatalf("%s: %v", d, err)
+	}
+	return v
+}
+
+// readPatch is the data of a merge patch of a ConfigMap, nothing else.
+func readPatch(t *testing.T, file string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.UnmarshalStrict(b, &patch); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return patch.Data
+}
+
+// checkSums checks SHA256SUMS lists every file of the release, rightly.
+func checkSums(t *testing.T, out string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS line %q", line)
+		}
+		name = filepath.Clean(name)
+		listed[name] = true
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != sum {
+			t.Errorf("%s: checksum %s does not hold", name, sum)
+		}
+	}
+	err = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, path)
+		if rel != "SHA256SUMS" && !listed[rel] {
+			t.Errorf("%s is not in SHA256SUMS", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installBlocks are the blocks of docs/install.md the cluster's tests run
+// (test/cluster/docblock.sh).
+var installBlocks = []string{"install", "forwarding", "rollback", "uninstall"}
+
+// checkInstallDoc checks docs/install.md holds each tested block, names
+// only files the release holds, and never deletes with -f.
+func checkInstallDoc(t *testing.T, out string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs/install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, name := range installBlocks {
+		if !strings.Contains(doc, "<!-- test: "+name+" -->\n```sh\n") {
+			t.Errorf("docs/install.md has no shell block marked %q", name)
+		}
+	}
+	for _, m := range regexp.MustCompile("release/([A-Za-z0-9._/-]+[A-Za-z0-9])").FindAllStringSubmatch(doc, -1) {
+		if _, err := os.Stat(filepath.Join(out, m[1])); err != nil {
+			t.Errorf("docs/install.md names release/%s, which the release does not hold", m[1])
+		}
+	}
+	if strings.Contains(doc, "kubectl delete -f release") {
+		t.Error("docs/install.md deletes with the release YAML, which holds Eventing's adapter Deployment")
+	}
+}
