@@ -57,7 +57,7 @@ base=()
 for f in "$ROOT"/config/*.yaml; do
   [ "$(basename "$f")" = 400-proxy.yaml ] || base+=("$f")
 done
-profile async "${base[@]}" "$ROOT/config/400-proxy.yaml"
+profile async "${base[@]}" "$ROOT/config/400-proxy.yaml" "$ROOT/config/async/600-pingsource-adapter-hpa.yaml"
 profile sync "${base[@]}" "$ROOT/config/sync/400-proxy.yaml"
 cp "$ROOT/config/patches/config-leader-election.yaml" "$OUT/config-leader-election-patch.yaml"
 cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rule.yaml"

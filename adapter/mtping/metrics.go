@@ -34,9 +34,11 @@ const MeterName = "knative.dev/event-forwarding-proxy/adapter/mtping"
 // kn_forward_mtping_tick_lateness_seconds. The sender's own
 // kn_forward_sender_* metrics count the sends by route and outcome.
 const (
-	metricInflight = "kn_forward_mtping_inflight_sends"
-	metricLeases   = "kn_forward_mtping_leases_held"
-	metricLateness = "kn_forward_mtping_tick_lateness"
+	// MetricInflightSends is also the metric the adapter's HPA scales on
+	// (config/async).
+	MetricInflightSends = "kn_forward_mtping_inflight_sends"
+	metricLeases        = "kn_forward_mtping_leases_held"
+	metricLateness      = "kn_forward_mtping_tick_lateness"
 )
 
 // latenessBuckets span the spread (up to 500 ms) and a starved adapter.
@@ -54,7 +56,7 @@ func newAdapterMetrics(mp metric.MeterProvider, a *Adapter) (*adapterMetrics, er
 	lateness, err1 := m.Float64Histogram(metricLateness, metric.WithUnit("s"),
 		metric.WithDescription("Time from a tick's scheduled second until its event is handed to the sender"),
 		metric.WithExplicitBucketBoundaries(latenessBuckets...))
-	inflight, err2 := m.Int64ObservableGauge(metricInflight, metric.WithDescription("Ticks whose send has not ended (direct: until the sink answers)"))
+	inflight, err2 := m.Int64ObservableGauge(MetricInflightSends, metric.WithDescription("Ticks whose send has not ended (direct: until the sink answers)"))
 	leases, err3 := m.Int64ObservableGauge(metricLeases, metric.WithDescription("Buckets (Leases) this replica leads"))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err

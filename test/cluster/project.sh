@@ -23,11 +23,14 @@ for archive in "$ROOT"/release/images/*.tar; do
 done
 # 2. Install.
 "$SRC/docblock.sh" install
-# 3. The held-call gauge for the HPA: the rule's ConfigMap as Prometheus
-# Adapter's configuration file.
+# 3. The gauges for the two HPAs: the rules' ConfigMap as Prometheus
+# Adapter's configuration file. It reads the file at start only, so the
+# rules' hash in its pod template rolls it out when they change.
 kc apply -f "$ROOT/release/prometheus-adapter-rule.yaml" >/dev/null
-kc -n monitoring patch deployment/prometheus-adapter --type strategic \
-  -p '{"spec":{"template":{"spec":{"volumes":[{"name":"config","configMap":{"name":"event-forwarding-prometheus-adapter"}}]}}}}' >/dev/null
+rules=$(sha256sum "$ROOT/release/prometheus-adapter-rule.yaml" | cut -c1-12)
+kc -n monitoring patch deployment/prometheus-adapter --type strategic -p "{\"spec\":{\"template\":{
+  \"metadata\":{\"annotations\":{\"event-forwarding.knative.dev/rules\":\"$rules\"}},
+  \"spec\":{\"volumes\":[{\"name\":\"config\",\"configMap\":{\"name\":\"event-forwarding-prometheus-adapter\"}}]}}}}" >/dev/null
 kc -n monitoring rollout status deployment/prometheus-adapter --timeout=120s >/dev/null
 kc wait --for=condition=Available apiservice/v1beta1.custom.metrics.k8s.io --timeout=60s >/dev/null
 # 4. Forwarding on.

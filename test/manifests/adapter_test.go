@@ -31,30 +31,56 @@ import (
 // (sigs.k8s.io/prometheus-adapter/pkg/config) the rule uses; decoding it
 // strictly catches a misspelt field, which the adapter would ignore.
 type adapterConfig struct {
-	Rules []struct {
-		SeriesQuery   string `json:"seriesQuery"`
-		SeriesFilters []struct {
-			Is    string `json:"is,omitempty"`
-			IsNot string `json:"isNot,omitempty"`
-		} `json:"seriesFilters,omitempty"`
-		Resources struct {
-			Template  string `json:"template,omitempty"`
-			Overrides map[string]struct {
-				Group    string `json:"group,omitempty"`
-				Resource string `json:"resource"`
-			} `json:"overrides,omitempty"`
-		} `json:"resources"`
-		Name struct {
-			Matches string `json:"matches"`
-			As      string `json:"as"`
-		} `json:"name"`
-		MetricsQuery string `json:"metricsQuery"`
-	} `json:"rules"`
+	Rules []adapterRuleConfig `json:"rules"`
 }
 
-// TestPrometheusAdapterRule checks that the rule serves, for each proxy
-// pod, the Pods metric the async profile's HPA asks for.
+// adapterRuleConfig is one rule of adapterConfig.
+type adapterRuleConfig struct {
+	SeriesQuery   string `json:"seriesQuery"`
+	SeriesFilters []struct {
+		Is    string `json:"is,omitempty"`
+		IsNot string `json:"isNot,omitempty"`
+	} `json:"seriesFilters,omitempty"`
+	Resources struct {
+		Template  string `json:"template,omitempty"`
+		Overrides map[string]struct {
+			Group    string `json:"group,omitempty"`
+			Resource string `json:"resource"`
+		} `json:"overrides,omitempty"`
+	} `json:"resources"`
+	Name struct {
+		Matches string `json:"matches"`
+		As      string `json:"as"`
+	} `json:"name"`
+	MetricsQuery string `json:"metricsQuery"`
+}
+
+// TestPrometheusAdapterRule checks that the rules serve, for each pod, the
+// Pods metrics the async profile's two HPAs ask for: the proxy's held
+// calls and the PingSource adapter's held sends.
 func TestPrometheusAdapterRule(t *testing.T) {
+	cfg := loadAdapterConfig(t)
+	served := map[string]bool{}
+	for _, rule := range cfg.Rules {
+		served[rule.Name.As] = true
+	}
+	for _, metric := range []string{heldCalls, heldSends} {
+		t.Run(metric, func(t *testing.T) {
+			i := slices.IndexFunc(cfg.Rules, func(r adapterRuleConfig) bool { return r.Name.As == metric })
+			if i < 0 {
+				t.Fatalf("no rule serves %s (served: %v)", metric, served)
+			}
+			checkAdapterRule(t, cfg.Rules[i], metric)
+		})
+	}
+	if len(cfg.Rules) != 2 {
+		t.Errorf("%d rules, want the 2 the HPAs use", len(cfg.Rules))
+	}
+}
+
+// loadAdapterConfig is the rules' configuration file, strictly decoded.
+func loadAdapterConfig(t *testing.T) adapterConfig {
+	t.Helper()
 	d := find(t, loadConfig(t), "config/async/500-prometheus-adapter.yaml",
 		corev1.SchemeGroupVersion.WithKind("ConfigMap"), "event-forwarding-prometheus-adapter")
 	obj, err := decodeStrict(scheme(t), d)
@@ -65,10 +91,13 @@ func TestPrometheusAdapterRule(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(obj.(*corev1.ConfigMap).Data["config.yaml"]), &cfg); err != nil {
 		t.Fatalf("config.yaml: %v", err)
 	}
-	if len(cfg.Rules) != 1 {
-		t.Fatalf("%d rules, want 1", len(cfg.Rules))
-	}
-	rule := cfg.Rules[0]
+	return cfg
+}
+
+// checkAdapterRule checks rule serves metric as one value per pod of the
+// series' namespace, summed over the series' own labels.
+func checkAdapterRule(t *testing.T, rule adapterRuleConfig, metric string) {
+	t.Helper()
 	matches, err := regexp.Compile(rule.Name.Matches)
 	if err != nil {
 		t.Fatalf("name.matches: %v", err)
@@ -80,7 +109,7 @@ func TestPrometheusAdapterRule(t *testing.T) {
 	}
 	var query strings.Builder
 	err = tmpl.Execute(&query, map[string]string{
-		"Series": heldCalls, "LabelMatchers": `namespace="knative-eventing",pod=~"p1|p2"`, "GroupBy": "pod",
+		"Series": metric, "LabelMatchers": `namespace="knative-eventing",pod=~"p1|p2"`, "GroupBy": "pod",
 	})
 	if err != nil {
 		t.Fatalf("metricsQuery: %v", err)
@@ -90,13 +119,12 @@ func TestPrometheusAdapterRule(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{name: "series", got: strings.HasPrefix(rule.SeriesQuery, heldCalls+"{"), want: true},
-		{name: "name matches the series", got: matches.MatchString(heldCalls), want: true},
-		{name: "exposed as the HPA's metric", got: rule.Name.As, want: heldCalls},
+		{name: "series", got: strings.HasPrefix(rule.SeriesQuery, metric+"{"), want: true},
+		{name: "name matches the series", got: matches.MatchString(metric), want: true},
 		{name: "pod label is the pod", got: slices.Contains([]string{"pod", "pods"}, resource("pod")), want: true},
 		{name: "namespace label is the namespace", got: slices.Contains([]string{"namespace", "namespaces"}, resource("namespace")), want: true},
-		{name: "one value per pod, all destinations", got: query.String(),
-			want: `sum(kn_forward_active_requests{namespace="knative-eventing",pod=~"p1|p2"}) by (pod)`},
+		{name: "one value per pod, all labels", got: query.String(),
+			want: `sum(` + metric + `{namespace="knative-eventing",pod=~"p1|p2"}) by (pod)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

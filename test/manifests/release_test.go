@@ -65,7 +65,11 @@ func TestRelease(t *testing.T) {
 	}
 
 	t.Run("profiles", func(t *testing.T) {
-		for profile, serviceFile := range map[string]string{"async": "config/400-proxy.yaml", "sync": "config/sync/400-proxy.yaml"} {
+		profiles := map[string][]string{
+			"async": {"config/400-proxy.yaml", "config/async/600-pingsource-adapter-hpa.yaml"},
+			"sync":  {"config/sync/400-proxy.yaml"},
+		}
+		for profile, files := range profiles {
 			t.Run(profile, func(t *testing.T) {
 				file := "event-forwarding-proxy-" + profile + ".yaml"
 				text, err := os.ReadFile(filepath.Join(out, file))
@@ -85,7 +89,7 @@ func TestRelease(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkReleaseImages(t, docs, digests)
-				checkReleaseObjects(t, docs, serviceFile, digests)
+				checkReleaseObjects(t, docs, files, digests)
 			})
 		}
 	})
@@ -228,16 +232,12 @@ func containerImages(t *testing.T, d Document) []string {
 	return images
 }
 
-// checkReleaseObjects checks the profile holds config/'s objects, with the
-// profile's Service, each the same as its source but for the images; and
-// no whole config-leader-election.
-func checkReleaseObjects(t *testing.T, docs []Document, serviceFile string, digests map[string]string) {
+// checkReleaseObjects checks the profile holds config/'s objects but the
+// Service, and the profile's files (its Service first), each the same as
+// its source but for the images; and no whole config-leader-election.
+func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, digests map[string]string) {
 	t.Helper()
 	src, err := Load(repoRoot, "config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := readFile(filepath.Join(repoRoot, serviceFile), serviceFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +247,14 @@ func checkReleaseObjects(t *testing.T, docs []Document, serviceFile string, dige
 			want[objectKey(d)] = resolved(t, d, digests)
 		}
 	}
-	for _, d := range svc {
-		want[objectKey(d)] = resolved(t, d, digests)
+	for _, f := range profileFiles {
+		fileDocs, err := readFile(filepath.Join(repoRoot, f), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range fileDocs {
+			want[objectKey(d)] = resolved(t, d, digests)
+		}
 	}
 	got := map[string]any{}
 	for _, d := range docs {
@@ -287,22 +293,6 @@ func resolved(t *testing.T, d Document, digests map[string]string) any {
 		t.Fatalf("%s: %v", d, err)
 	}
 	return v
-}
-
-// readPatch is the data of a merge patch of a ConfigMap, nothing else.
-func readPatch(t *testing.T, file string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patch struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.UnmarshalStrict(b, &patch); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return patch.Data
 }
 
 // checkSums checks SHA256SUMS lists every file of the release, rightly.

@@ -20,12 +20,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,7 +49,24 @@ const (
 	haTick          = 10 * time.Second
 	shareBound      = 90 * time.Second // a pod's start, its first Lease period and the hand-overs
 	haObservedTicks = 4                // per source, after each change
+	hpaLoadSources  = 40
+	// The HPA's bound: the held sends' ramp (30 s), Prometheus' scrape,
+	// Prometheus Adapter's relist and the HPA's sync (10 s, 15 s, 15 s
+	// here), with room for a slow node.
+	hpaBound = 4 * time.Minute
 )
+
+const hpaLoadManifest = `
+apiVersion: sources.knative.dev/v1
+kind: PingSource
+metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
+spec:
+  schedule: "* * * * * *"
+  data: '{"load":"{{NAME}}"}'
+  sink:
+    ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
+    uri: /load?hold=30s
+`
 
 const haSourceManifest = `
 apiVersion: sources.knative.dev/v1
@@ -61,12 +80,12 @@ spec:
     uri: /ha
 `
 
-// TestAdapter checks the adapter as it runs under upstream's controller:
-// the controller's reconciles leave it with the operator's settings;
-// scaling the Deployment from 1 to 3 replicas gives each about a third of
-// the sources; deleting one moves its share to the others and then to its
-// replacement; through all of it no tick fires twice and no source misses
-// more than one.
+// TestAdapter checks the adapter as it runs under upstream's controller
+// and its HPA: the controller's reconciles leave it with the operator's
+// settings; from 1 replica, sends held by slow sinks make the HPA scale it
+// to 3, each firing about a third of the sources; deleting one moves its
+// share to the others and then to its replacement; through all of it no
+// tick fires twice and no source misses more than one.
 func TestAdapter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -86,10 +105,10 @@ func TestAdapter(t *testing.T) {
 	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
 	waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
 	t.Cleanup(func() {
-		// Back to the installed 2 replicas; ctx is cancelled by now.
+		// Back to the installed 2 replicas (restoreHPA has run); ctx is
+		// cancelled by now.
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		scaleAdapter(ctx, t, 2)
 		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
 	})
 
@@ -127,13 +146,13 @@ func TestAdapter(t *testing.T) {
 	})
 
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
-	// settle scales the adapter to replicas (0: as it is), waits until the
-	// ready pods share the buckets evenly, then until every source has
-	// fired haObservedTicks more times, and checks the ticks since from.
+	// settle waits until the adapter runs replicas (0: as many as it
+	// has), the ready pods share the buckets evenly, then until every
+	// source has fired haObservedTicks more times, and checks the ticks
+	// since from.
 	settle := func(t *testing.T, replicas int32, from time.Time) {
 		t.Helper()
 		if replicas > 0 {
-			scaleAdapter(ctx, t, replicas)
 			waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", replicas)
 		}
 		var holders map[string]string
@@ -164,13 +183,41 @@ func TestAdapter(t *testing.T) {
 		checkTicks(t, s.records(ctx, t), from.Add(-2*haTick))
 	}
 
-	t.Run("from 1 to 3 replicas", func(t *testing.T) {
+	// Sends the adapter holds: sources firing every second, directly, to a
+	// sink that holds each call 30 s, 1,200 sends in all, 600 a pod at the
+	// HPA's minimum of 2, above its target (500): the HPA asks for 3. Held
+	// at 1 replica first, then let go.
+	hpa := adapterHPA(ctx, t)
+	t.Cleanup(func() { restoreHPA(t, hpa) })
+	setHPABounds(ctx, t, 1, 1)
+	setThreshold(ctx, t, "100000")
+	loadNS := newNamespace(ctx, t, "hpa")
+	newSink(ctx, t, loadNS)
+	for i := range hpaLoadSources {
+		apply(ctx, t, loadNS, strings.ReplaceAll(hpaLoadManifest, "{{NAME}}", fmt.Sprintf("load-%d", i)))
+	}
+
+	t.Run("from 1 to 3 replicas, by the HPA", func(t *testing.T) {
 		// Ticks first, so every source is known to fire.
 		eventually(t, 2*haTick+time.Minute, time.Second, func() string { return "sources not all firing" }, func() bool {
 			return len(ticksBySource(s.records(ctx, t))) == haSources
 		})
 		settle(t, 1, time.Now())
-		settle(t, 3, time.Now())
+		from := time.Now()
+		setHPABounds(ctx, t, *hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas)
+		var last string
+		eventually(t, hpaBound, 2*time.Second, func() string { return "the HPA: " + last }, func() bool {
+			h := adapterHPA(ctx, t)
+			last = fmt.Sprintf("desired %d, current %d, metrics %+v, conditions %+v", h.Status.DesiredReplicas, h.Status.CurrentReplicas,
+				h.Status.CurrentMetrics, h.Status.Conditions)
+			return h.Status.DesiredReplicas >= 3
+		})
+		t.Logf("the HPA asked for %d replicas %v after it was let go", adapterHPA(ctx, t).Status.DesiredReplicas,
+			time.Since(from).Round(time.Second))
+		eventually(t, shareBound, time.Second, func() string { return "fewer than 3 ready adapter pods" }, func() bool {
+			return len(adapterPods(ctx, t)) >= 3
+		})
+		settle(t, 0, from)
 	})
 
 	t.Run("a replica deleted", func(t *testing.T) {
@@ -200,7 +247,7 @@ func TestAdapter(t *testing.T) {
 					n++
 				}
 			}
-			return n == 3
+			return n >= 3
 		})
 		settle(t, 0, deleted)
 	})
@@ -210,16 +257,37 @@ func TestAdapter(t *testing.T) {
 // image on the cluster (docs/install.md): by digest.
 const projectAdapterImage = "dev.local/event-forwarding-mtping@sha256:"
 
-func scaleAdapter(ctx context.Context, t testing.TB, replicas int32) {
+// adapterHPAName is the async profile's HPA of the adapter.
+const adapterHPAName = "event-forwarding-pingsource-adapter"
+
+func adapterHPA(ctx context.Context, t testing.TB) *autoscalingv2.HorizontalPodAutoscaler {
 	t.Helper()
-	scale, err := cluster.kube.AppsV1().Deployments(systemNamespace).GetScale(ctx, adapterName, metav1.GetOptions{})
+	h, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Get(ctx, adapterHPAName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	scale.Spec.Replicas = replicas
-	if _, err := cluster.kube.AppsV1().Deployments(systemNamespace).UpdateScale(ctx, adapterName, scale, metav1.UpdateOptions{}); err != nil {
+	return h
+}
+
+// setHPABounds sets the adapter HPA's replica bounds.
+func setHPABounds(ctx context.Context, t testing.TB, lo, hi int32) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"minReplicas": lo, "maxReplicas": hi}})
+	if _, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Patch(ctx, adapterHPAName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// restoreHPA brings the adapter back to the installed replicas at once (a
+// maximum below the current count applies without the scale-down window)
+// and then the HPA's installed bounds.
+func restoreHPA(t testing.TB, installed *autoscalingv2.HorizontalPodAutoscaler) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	lo := *installed.Spec.MinReplicas
+	setHPABounds(ctx, t, lo, lo)
+	waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", lo)
+	setHPABounds(ctx, t, lo, installed.Spec.MaxReplicas)
 }
 
 // bucketHolders maps each bucket's Lease to its holder ("" if none).

@@ -104,39 +104,14 @@ func TestInstall(t *testing.T) {
 	})
 
 	t.Run("held-call gauge for the HPA", func(t *testing.T) {
-		path := fmt.Sprintf("/apis/custom.metrics.k8s.io/v1beta1/namespaces/%s/pods/*/kn_forward_active_requests", systemNamespace)
-		var last string
-		eventually(t, 3*time.Minute, 2*time.Second, func() string { return "custom metrics API: " + last }, func() bool {
-			b, err := cluster.kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
-			if err != nil {
-				last = err.Error()
-				return false
-			}
-			last = string(b)
-			var list struct {
-				Items []struct {
-					DescribedObject struct{ Name string } `json:"describedObject"`
-				} `json:"items"`
-			}
-			if json.Unmarshal(b, &list) != nil {
-				return false
-			}
-			served := map[string]bool{}
-			for _, it := range list.Items {
-				served[it.DescribedObject.Name] = true
-			}
-			pods := podsOf(ctx, t, systemNamespace, "serving.knative.dev/service="+proxyService)
-			readyPods := 0
-			for _, p := range pods {
-				if ready(p) {
-					readyPods++
-					if !served[p.Name] {
-						return false
-					}
-				}
-			}
-			return readyPods >= 2
-		})
+		waitServed(ctx, t, "kn_forward_active_requests", "serving.knative.dev/service="+proxyService)
+	})
+
+	t.Run("held-sends gauge for the adapter's HPA", func(t *testing.T) {
+		waitServed(ctx, t, "kn_forward_mtping_inflight_sends", "sources.knative.dev/role=adapter")
+		if h := adapterHPA(ctx, t); *h.Spec.MinReplicas != 2 || h.Spec.MaxReplicas != 10 {
+			t.Errorf("the adapter's HPA scales from %d to %d replicas, want 2 to 10", *h.Spec.MinReplicas, h.Spec.MaxReplicas)
+		}
 	})
 
 	t.Run("adapter replaced", func(t *testing.T) {
@@ -170,5 +145,44 @@ func TestInstall(t *testing.T) {
 		if got := cm.Data["event-forwarding-proxy"]; got != "http://"+proxyHost {
 			t.Errorf("event-forwarding-proxy = %q", got)
 		}
+	})
+}
+
+// waitServed waits until the custom metrics API serves metric for every
+// ready pod of selector, and at least two are ready.
+func waitServed(ctx context.Context, t *testing.T, metric, selector string) {
+	t.Helper()
+	path := fmt.Sprintf("/apis/custom.metrics.k8s.io/v1beta1/namespaces/%s/pods/*/%s", systemNamespace, metric)
+	var last string
+	eventually(t, 3*time.Minute, 2*time.Second, func() string { return "custom metrics API: " + last }, func() bool {
+		b, err := cluster.kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = string(b)
+		var list struct {
+			Items []struct {
+				DescribedObject struct{ Name string } `json:"describedObject"`
+			} `json:"items"`
+		}
+		if json.Unmarshal(b, &list) != nil {
+			return false
+		}
+		served := map[string]bool{}
+		for _, it := range list.Items {
+			served[it.DescribedObject.Name] = true
+		}
+		pods := podsOf(ctx, t, systemNamespace, selector)
+		readyPods := 0
+		for _, p := range pods {
+			if ready(p) {
+				readyPods++
+				if !served[p.Name] {
+					return false
+				}
+			}
+		}
+		return readyPods >= 2
 	})
 }

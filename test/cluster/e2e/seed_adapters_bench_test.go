@@ -71,6 +71,11 @@ func BenchmarkSeedAdapters(b *testing.B) {
 	var rows []seedFigures
 
 	b.Run("adapter=upstream", func(b *testing.B) {
+		// Upstream's adapter as upstream runs it: one replica, no HPA (the
+		// install block puts it back).
+		if out, err := kubectl("-n", systemNamespace, "delete", "hpa", adapterHPAName, "--ignore-not-found"); err != nil {
+			b.Fatalf("deleting the adapter's HPA: %v\n%s", err, out)
+		}
 		kubectlApply(b, upstreamEventing(b, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
 		b.Cleanup(func() {
 			docBlock(b, "install")

@@ -79,7 +79,9 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 
 	t.Run("Eventing upgrade", func(t *testing.T) {
 		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
-		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		// Upstream's controller raises it to 1, the adapter's HPA to its
+		// minimum of 2.
+		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 2)
 		firing(t, "after the upgrade, upstream's adapter")
 		for _, k := range []string{"buckets", "lease-duration", "renew-deadline", "retry-period"} {
 			if got := leaderElection(ctx, t)[k]; got != patched[k] {
@@ -105,7 +107,11 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		docBlock(t, "rollback", "EVENTING_CORE="+core)
+		// The HPA gone first, upstream's controller gives it 1 replica.
 		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		if _, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Get(ctx, adapterHPAName, metav1.GetOptions{}); err == nil {
+			t.Error("the adapter's HPA is still there after the way back")
+		}
 		le := leaderElection(ctx, t)
 		for _, k := range []string{"buckets", "lease-duration", "renew-deadline", "retry-period"} {
 			if v, ok := le[k]; ok {
@@ -121,7 +127,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
 			return err != nil
 		})
-		left, err := kubectl("get", "serviceaccount,configmap,role,rolebinding,clusterrole,clusterrolebinding", "-A",
+		left, err := kubectl("get", "serviceaccount,configmap,role,rolebinding,clusterrole,clusterrolebinding,hpa", "-A",
 			"-l", "app.kubernetes.io/name=event-forwarding-proxy", "-o", "name")
 		if err != nil || strings.TrimSpace(string(left)) != "" {
 			t.Errorf("left after the uninstall (%v): %s", err, left)
