@@ -14,7 +14,8 @@ OUT=${RELEASE_DIR:-$ROOT/release}
 PLATFORMS=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
 IMGTAR=${IMGTAR:?the path of hack/imgtar built}
 BUILD=$ROOT/.cache/release
-VERSION=$(git -C "$ROOT" describe --tags --always --dirty)
+# The tree's version; "dev" outside a git checkout.
+VERSION=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
 MODULE=knative.dev/event-forwarding-proxy
 mkdir -p "$BUILD" "$OUT/images"
 rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"

@@ -106,8 +106,10 @@ func TestBalancerGivesUpSurplus(t *testing.T) {
 	names := []string{"l0", "l1", "l2", "l3"}
 	bal := newBalancer("a", names, 5*time.Second, 500*time.Millisecond, func() time.Time { return now })
 	for _, n := range names {
+		if !bal.mayAcquire(n) {
+			t.Fatalf("alone, does not stand for %s", n)
+		}
 		bal.acquired(n, true)
-		bal.reserved++ // acquired ends a reservation mayAcquire made
 		_, end := context.WithCancel(t.Context())
 		bal.running(n, end)
 		bal.started(n, t.Context())
