@@ -23,9 +23,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -89,7 +90,7 @@ func makeLayer(pairs []string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, d := range sortedKeys(dirs) {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		mode := int64(0o755)
 		if d == "tmp" {
 			mode = 0o1777
@@ -98,7 +99,7 @@ func makeLayer(pairs []string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	for _, f := range sortedKeys(files) {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		data, err := os.ReadFile(files[f])
 		if err != nil {
 			return nil, err
@@ -115,15 +116,6 @@ func makeLayer(pairs []string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // archiveFile is one entry of an archive.

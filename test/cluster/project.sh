@@ -13,8 +13,9 @@ NS=knative-eventing
 # 1. The images, by the digests the release YAML names: containerd keeps
 # the archive's name (its version tag) and the digest name pods use.
 for archive in "$ROOT"/release/images/*.tar; do
-  name=$(tar -xOf "$archive" index.json | sed -n 's/.*"io.containerd.image.name":"\([^"]*\)".*/\1/p')
-  digest=$(tar -xOf "$archive" index.json | sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p')
+  index=$(tar -xOf "$archive" index.json)
+  name=$(sed -n 's/.*"io.containerd.image.name":"\([^"]*\)".*/\1/p' <<<"$index")
+  digest=$(sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' <<<"$index")
   ref=${name%:*}@$digest
   if ! ctr --address "$CONTAINERD_SOCK" -n k8s.io image ls -q | grep -qx "$ref"; then
     ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --all-platforms "$archive" >/dev/null
