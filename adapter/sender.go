@@ -122,6 +122,10 @@ type SenderParams struct {
 	ProxyDownFor time.Duration
 	// MaxReplyBytes bounds the answer kept for a Sync send. If zero, 4 MiB.
 	MaxReplyBytes int64
+	// MaxForwardBytes bounds the body Forward holds in memory to send
+	// through the proxy (and again directly, on fallback); a larger one
+	// goes direct. If zero, 4 MiB, the proxy's default event size.
+	MaxForwardBytes int64
 
 	// Tokens issues OIDC tokens: the proxy's in Kn-Forward-Authorization,
 	// the sink's (when the Target names an audience) in Authorization. They
@@ -189,6 +193,8 @@ type Result struct {
 	// most MaxReplyBytes).
 	Header http.Header
 	Body   []byte
+
+	open *http.Response // Forward's answer through the proxy, unread
 }
 
 // ErrUndelivered is wrapped by the error of every send that did not reach
@@ -225,6 +231,7 @@ func (p *SenderParams) defaults() {
 	p.MaxRetryAfter = orDefault(p.MaxRetryAfter, 30*time.Second)
 	p.ProxyDownFor = orDefault(p.ProxyDownFor, 5*time.Second)
 	p.MaxReplyBytes = orDefault(p.MaxReplyBytes, 4<<20)
+	p.MaxForwardBytes = orDefault(p.MaxForwardBytes, 4<<20)
 	if p.ProxyAudience == "" {
 		p.ProxyAudience = "event-forwarding-proxy"
 	}
@@ -275,7 +282,7 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 		res.Route = RouteProxy
 		fallback := fallbackProxyDown
 		if !s.proxyDown() {
-			fallback, err = s.viaProxy(ctx, proxyURL, t, m, res)
+			fallback, err = s.viaProxy(ctx, proxyURL, t, m, proxyMode{keep: keepFor(t.Sync), retrySink: true}, res)
 		}
 		if fallback != fallbackNone {
 			s.metrics.fallback(ctx, fallback)

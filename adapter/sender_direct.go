@@ -31,8 +31,29 @@ import (
 type answer struct {
 	status int
 	header http.Header
-	body   []byte // kept only when asked for
+	body   []byte         // with readBody
+	resp   *http.Response // with openBody: unread, closed by close or by its reader
 }
+
+// close releases an open answer that is not handed over.
+func (a answer) close() {
+	if a.resp != nil {
+		drain(a.resp)
+	}
+}
+
+// keepBody is what an attempt does with the body of its answer.
+type keepBody uint8
+
+const (
+	// discardBody drains it, so that the connection goes back to its pool.
+	discardBody keepBody = iota
+	// readBody reads at most MaxReplyBytes of it into answer.body.
+	readBody
+	// openBody leaves it unread in answer.resp, for a caller that streams
+	// it (Forward).
+	openBody
+)
 
 // retryableStatus reports whether upstream's CloudEvents HTTP protocol
 // retries an answer with status c: 404 (a revision not yet routable), 413,
@@ -64,7 +85,7 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 			return ctx.Err()
 		}
 		res.Attempts++
-		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, t.Sync, func(h http.Header) error {
+		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, keepFor(t.Sync), func(h http.Header) error {
 			return s.setSinkHeaders(ctx, h, *tp)
 		})
 		if ctx.Err() != nil {
@@ -144,36 +165,67 @@ func asTokenError(err error) (isToken, forProxy bool) {
 	return false, false
 }
 
+// keepFor is how a Send keeps its answers: read for a Sync send, whose
+// Result carries the reply, and discarded otherwise.
+func keepFor(sync bool) keepBody {
+	if sync {
+		return readBody
+	}
+	return discardBody
+}
+
 // call makes one attempt: a POST of m to u through rt within timeout, with
-// the headers setHeaders adds. It reads the answer's body, keeping at most
-// MaxReplyBytes of it when keep is set, and discarding it otherwise so that
-// the connection goes back to its pool.
+// the headers setHeaders adds. What it does with the answer's body is keep.
 func (s *Sender) call(ctx context.Context, rt http.RoundTripper, u string, timeout time.Duration, m *encoded,
-	keep bool, setHeaders func(http.Header) error) (answer, error) {
+	keep keepBody, setHeaders func(http.Header) error) (answer, error) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	req, err := m.request(actx, u)
+	if err == nil {
+		err = setHeaders(req.Header)
+	}
+	var resp *http.Response
+	if err == nil {
+		resp, err = rt.RoundTrip(req)
+	}
 	if err != nil {
+		cancel()
 		return answer{}, err
 	}
-	if err := setHeaders(req.Header); err != nil {
-		return answer{}, err
+	if keep == openBody {
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		return answer{status: resp.StatusCode, header: resp.Header, resp: resp}, nil
 	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return answer{}, err
-	}
-	return s.readAnswer(actx, resp, keep), nil
+	defer cancel()
+	return s.readAnswer(actx, resp, keep == readBody), nil
+}
+
+// cancelOnClose ends an open answer's deadline once its reader is done.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// drain reads what is left of resp's body, up to 64 KiB, and closes it, so
+// that its connection goes back to its pool.
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
 }
 
 // readAnswer reads and closes resp's body, keeping it when keep is set.
 func (s *Sender) readAnswer(ctx context.Context, resp *http.Response, keep bool) answer {
-	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode, header: resp.Header}
 	if !keep {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		drain(resp)
 		return a
 	}
+	defer resp.Body.Close()
 	var err error
 	a.body, err = io.ReadAll(io.LimitReader(resp.Body, s.p.MaxReplyBytes))
 	if err != nil && ctx.Err() == nil {

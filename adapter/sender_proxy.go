@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -101,10 +102,20 @@ func judgeProxyAnswer(status int, h http.Header, sync bool) proxyVerdict {
 	}
 }
 
+// proxyMode is how viaProxy treats the proxy's answers.
+type proxyMode struct {
+	keep keepBody
+	// retrySink retries, through the proxy, a synchronous call whose sink
+	// failed in a way worth retrying. Forward hands that failure back to
+	// its caller instead: the caller's own retries would multiply these.
+	retrySink bool
+}
+
 // viaProxy hands m to the proxy for t's sink. It returns fallbackNone when
 // the send is settled (delivered, or failed for a reason going direct
-// would not cure), and otherwise why the event must go direct.
-func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *encoded, res *Result) (fallbackReason, error) {
+// would not cure), and otherwise why the event must go direct. With
+// openBody, the settled answer is left open in res.open.
+func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *encoded, mode proxyMode, res *Result) (fallbackReason, error) {
 	rt := s.pools.forProxy(proxyURL)
 	timeout := s.p.HandoffTimeout
 	if t.Sync {
@@ -116,50 +127,76 @@ func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *e
 			return fallbackNone, ctx.Err()
 		}
 		res.Attempts++
-		a, err := s.call(ctx, rt, proxyURL.String(), timeout, m, t.Sync, func(h http.Header) error {
+		a, err := s.call(ctx, rt, proxyURL.String(), timeout, m, mode.keep, func(h http.Header) error {
 			return s.setProxyHeaders(ctx, h, t)
 		})
-		isToken, proxyToken := asTokenError(err)
-		switch {
-		case ctx.Err() != nil:
-			return fallbackNone, ctx.Err()
-		case proxyToken:
-			if s.shouldLogRefusal() {
-				s.p.Logger.Warnw("No token for the event-forwarding proxy: sending directly", zap.Error(err))
-			}
-			return fallbackToken, nil
-		case isToken:
-			return fallbackNone, fmt.Errorf("%w: %w", ErrUndelivered, err)
-		case err != nil:
-			s.markProxyDown(proxyURL, err)
-			return fallbackUnreachable, nil
+		if err != nil {
+			return s.proxyFailed(ctx, proxyURL, err)
 		}
 		res.StatusCode = a.status
 		if t.Sync {
 			res.Header, res.Body = a.header, a.body
 		}
-		verdict := judgeProxyAnswer(a.status, a.header, t.Sync)
-		switch {
-		case verdict == proxyDelivered:
-			return fallbackNone, nil
-		case verdict == proxyRefused:
-			if s.shouldLogRefusal() {
-				s.p.Logger.Warnw("The event-forwarding proxy refused an event: sending directly (logged once per "+logRefusals.String()+
-					"; kn_forward_sender_fallbacks_total counts them all)",
-					zap.Int("status", a.status), zap.String("reason", a.header.Get(delivery.HeaderForwardError)), zap.String("sink", t.URL.Redacted()))
-			}
-			return fallbackRefused, nil
-		case verdict == proxySinkFinal:
-			return fallbackNone, fmt.Errorf("%w: %s answered %d through the proxy after %d attempts", ErrUndelivered, t.URL.Redacted(), a.status, res.Attempts)
-		case attempt < s.p.Retries:
-			last = a.header
-		case verdict == proxyBusy:
-			return fallbackBusy, nil
-		default:
-			return fallbackNone, fmt.Errorf("%w: %s answered %d through the proxy (%s) after %d attempts",
-				ErrUndelivered, t.URL.Redacted(), a.status, reasonOrSink(a.header), res.Attempts)
+		fallback, settled, err := s.judge(t, a, mode, attempt, res)
+		if settled && err == nil && a.resp != nil {
+			res.open = a.resp
+		} else {
+			a.close()
 		}
+		if settled {
+			return fallback, err
+		}
+		last = a.header
 	}
+}
+
+// proxyFailed settles an attempt that got no answer from the proxy.
+func (s *Sender) proxyFailed(ctx context.Context, proxyURL *url.URL, err error) (fallbackReason, error) {
+	isToken, proxyToken := asTokenError(err)
+	switch {
+	case ctx.Err() != nil:
+		return fallbackNone, ctx.Err()
+	case proxyToken:
+		if s.shouldLogRefusal() {
+			s.p.Logger.Warnw("No token for the event-forwarding proxy: sending directly", zap.Error(err))
+		}
+		return fallbackToken, nil
+	case isToken:
+		return fallbackNone, fmt.Errorf("%w: %w", ErrUndelivered, err)
+	}
+	s.markProxyDown(proxyURL, err)
+	return fallbackUnreachable, nil
+}
+
+// judge reads attempt number attempt's answer a: whether the send is
+// settled, and if so whether it must go direct, or how it failed.
+func (s *Sender) judge(t Target, a answer, mode proxyMode, attempt int, res *Result) (_ fallbackReason, settled bool, _ error) {
+	verdict := judgeProxyAnswer(a.status, a.header, t.Sync)
+	switch {
+	case verdict == proxyDelivered:
+		return fallbackNone, true, nil
+	case verdict == proxyRefused:
+		if s.shouldLogRefusal() {
+			s.p.Logger.Warnw("The event-forwarding proxy refused an event: sending directly (logged once per "+logRefusals.String()+
+				"; kn_forward_sender_fallbacks_total counts them all)",
+				zap.Int("status", a.status), zap.String("reason", a.header.Get(delivery.HeaderForwardError)), zap.String("sink", t.URL.Redacted()))
+		}
+		return fallbackRefused, true, nil
+	case verdict == proxySinkFinal, verdict == proxySinkRetryable && !mode.retrySink:
+		if mode.keep == openBody {
+			return fallbackNone, true, nil // the sink's answer, for the caller to judge
+		}
+		return fallbackNone, true, fmt.Errorf("%w: %s answered %d through the proxy after %d attempts", ErrUndelivered, t.URL.Redacted(), a.status, res.Attempts)
+	case attempt < s.p.Retries:
+		return fallbackNone, false, nil
+	case verdict == proxyBusy:
+		return fallbackBusy, true, nil
+	}
+	if mode.keep == openBody {
+		return fallbackNone, true, nil
+	}
+	return fallbackNone, true, fmt.Errorf("%w: %s answered %d through the proxy (%s) after %d attempts",
+		ErrUndelivered, t.URL.Redacted(), a.status, reasonOrSink(a.header), res.Attempts)
 }
 
 func reasonOrSink(h http.Header) string {
@@ -179,13 +216,24 @@ func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) e
 		return err
 	}
 	h.Set(delivery.HeaderForwardTo, t.URL.String())
-	h.Set(delivery.HeaderForwardTimeout, delivery.FormatDuration(s.p.Timeout))
+	h.Set(delivery.HeaderForwardTimeout, delivery.FormatDuration(s.sinkTimeout(ctx, t)))
 	if !t.Sync {
 		h.Set(delivery.HeaderPrefer, delivery.PreferRespondAsync)
 		h.Set(delivery.HeaderForwardRetry, strconv.Itoa(s.p.Retries))
 		h.Set(delivery.HeaderForwardBackoffDelay, delivery.FormatDuration(s.p.BackoffDelay))
 	}
 	return nil
+}
+
+// sinkTimeout is the deadline the proxy gets for its call to the sink:
+// Timeout, or for a Sync send less if ctx ends sooner (the caller gives up
+// then, and the proxy should too).
+func (s *Sender) sinkTimeout(ctx context.Context, t Target) time.Duration {
+	d := s.p.Timeout
+	if dl, ok := ctx.Deadline(); ok && t.Sync {
+		d = min(d, max(dl.Sub(s.p.Now()), time.Second))
+	}
+	return d
 }
 
 // setProxyToken adds, with OIDC, the token for the proxy's audience.
