@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package heartbeats
+
+import (
+	"context"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"go.opentelemetry.io/otel"
+	"go.uber.org/zap"
+	adapterv2 "knative.dev/eventing/pkg/adapter/v2"
+	kubeclient "knative.dev/pkg/client/injection/kube/client"
+	"knative.dev/pkg/logging"
+
+	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/adapter/forwarding"
+	"knative.dev/event-forwarding-proxy/adapter/kube"
+)
+
+// Env is the adapter's environment: upstream's adapter/v2 settings
+// (NAMESPACE, K_LOGGING_CONFIG, K_OBSERVABILITY_CONFIG, K_SINK_TIMEOUT...)
+// and its own.
+type Env struct {
+	adapterv2.EnvConfig
+	// SystemNamespace holds config-event-forwarding.
+	SystemNamespace string `envconfig:"SYSTEM_NAMESPACE" default:"knative-eventing"`
+	// MaxInflightSends bounds the sends in flight at once; a tick that
+	// finds them all taken is skipped and logged.
+	MaxInflightSends int `envconfig:"MAX_INFLIGHT_SENDS" default:"10000"`
+	// DrainTimeout bounds the wait for running sends at shutdown.
+	DrainTimeout time.Duration `envconfig:"DRAIN_TIMEOUT" default:"20s"`
+}
+
+// NewEnv is the adapter/v2 EnvConfigConstructor.
+func NewEnv() adapterv2.EnvConfigAccessor { return &Env{} }
+
+// Adapter sends the heartbeats of every source.
+type Adapter struct {
+	env    *Env
+	logger *zap.SugaredLogger
+	sender *adapter.Sender
+	client cloudevents.Client
+}
+
+// NewAdapter is the adapter/v2 AdapterConstructor. It does not use the
+// client the shared main built: it builds the same one from the same
+// configuration, with the forwarding option added.
+func NewAdapter(ctx context.Context, env adapterv2.EnvConfigAccessor, built cloudevents.Client) adapterv2.Adapter {
+	logger := logging.FromContext(ctx)
+	if c, ok := built.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	e := env.(*Env)
+	params := adapter.SenderParams{
+		Logger:         logger,
+		MeterProvider:  otel.GetMeterProvider(),
+		TracerProvider: otel.GetTracerProvider(),
+	}
+	if t := e.GetSinktimeout(); t > 0 {
+		params.Timeout = time.Duration(t) * time.Second
+	}
+	sender := adapter.NewSender(params)
+	cfg := adapterv2.GetClientConfig(ctx)
+	cfg.Options = append(cfg.Options, forwarding.Option(sender))
+	client, err := adapterv2.NewClient(cfg)
+	if err != nil {
+		logger.Fatalw("Building the CloudEvents client", zap.Error(err))
+	}
+	return &Adapter{env: e, logger: logger, sender: sender, client: client}
+}
+
+// Start serves every heartbeat source until ctx ends, then waits for the
+// running sends, at most DrainTimeout.
+func (a *Adapter) Start(ctx context.Context) error {
+	kc := kubeclient.Get(ctx)
+	if err := kube.WatchForwarding(ctx, kc, a.env.SystemNamespace, a.sender, a.logger); err != nil {
+		return err
+	}
+	s := newScheduler(ctx, a.env.MaxInflightSends, a.send, a.sender.SetDirectSources, a.logger)
+	if err := watchSources(ctx, kc, s, a.logger); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.drain(a.env.DrainTimeout)
+	a.sender.CloseIdleConnections()
+	return nil
+}
