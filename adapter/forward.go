@@ -95,6 +95,8 @@ func (s *Sender) Forward(req *http.Request, direct http.RoundTripper, o ForwardO
 
 // forwardDirect sends req through direct, and counts it.
 func (s *Sender) forwardDirect(ctx context.Context, req *http.Request, direct http.RoundTripper, start time.Time, fallback bool) (*http.Response, error) {
+	s.router.inflight[RouteDirect].Add(1)
+	defer s.router.inflight[RouteDirect].Add(-1)
 	resp, err := direct.RoundTrip(req)
 	s.metrics.sent(ctx, RouteDirect, err == nil && isSuccess(resp.StatusCode), s.p.Now().Sub(start))
 	if err != nil && fallback {

@@ -19,6 +19,10 @@ package adapter
 import (
 	"net/url"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/config"
 )
@@ -40,17 +44,36 @@ func (r Route) String() string {
 	return "direct"
 }
 
-// Router decides the route of each send from the forwarding configuration
-// and the number of direct sources the adapter serves: through the proxy
-// while that number is above the threshold, back to direct only once it
-// falls below 90 % of it, so that an adapter hovering around the threshold
-// does not flap. A threshold of 0 always forwards; no proxy URL never does.
-// Its zero value routes everything direct. It is safe for concurrent use.
+// Router decides the route of each send from the forwarding configuration,
+// the number of direct sources the adapter serves and the direct sends it
+// holds in flight. It forwards through the proxy while either is over its
+// threshold:
+//
+//   - sources: above event-forwarding-threshold, back to direct only once
+//     they fall below 90 % of it, so that an adapter hovering around the
+//     threshold does not flap. A threshold of 0 always forwards.
+//   - sends in flight: above event-forwarding-inflight-threshold, back to
+//     direct only after none of its Decides saw them over it for
+//     event-forwarding-inflight-hold, and with them at or below half of
+//     it. Forwarding empties the adapter's direct sends, so their count
+//     alone would switch it back at once.
+//
+// No proxy URL never forwards. Each change of route is logged with its
+// reason. The zero value routes everything direct and logs nothing. It is
+// safe for concurrent use.
 type Router struct {
-	mu       sync.Mutex
-	cfg      config.Forwarding
-	sources  int
-	proxying bool
+	// inflight counts the sends in flight by route; the Sender keeps it.
+	inflight [2]atomic.Int64
+
+	mu        sync.Mutex
+	cfg       config.Forwarding
+	sources   int
+	bySources bool      // the sources are over the threshold
+	byLoad    bool      // the direct sends in flight were over theirs
+	overAt    time.Time // when a Decide last saw them over it
+	route     Route
+	now       func() time.Time   // nil: time.Now
+	logger    *zap.SugaredLogger // nil: switches are not logged
 }
 
 // SetConfig applies a new forwarding configuration; the next Decide sees it.
@@ -58,7 +81,11 @@ func (r *Router) SetConfig(c config.Forwarding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg = c
-	r.update()
+	if c.ProxyURL == nil || c.InflightThreshold <= 0 {
+		r.byLoad = false
+	}
+	r.updateSources()
+	r.settle()
 }
 
 // SetDirectSources records how many sources the adapter serves directly.
@@ -66,7 +93,8 @@ func (r *Router) SetDirectSources(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sources = max(n, 0)
-	r.update()
+	r.updateSources()
+	r.settle()
 }
 
 // Decide returns the route of the next send and, for RouteProxy, the
@@ -74,7 +102,10 @@ func (r *Router) SetDirectSources(n int) {
 func (r *Router) Decide() (Route, *url.URL) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.proxying {
+	if r.cfg.ProxyURL != nil && r.cfg.InflightThreshold > 0 {
+		r.updateLoad()
+	}
+	if r.route == RouteProxy {
 		return RouteProxy, r.cfg.ProxyURL
 	}
 	return RouteDirect, nil
@@ -85,26 +116,87 @@ func (r *Router) Decide() (Route, *url.URL) {
 func (r *Router) State() (config.Forwarding, int, Route) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	route := RouteDirect
-	if r.proxying {
-		route = RouteProxy
-	}
-	return r.cfg, r.sources, route
+	return r.cfg, r.sources, r.route
 }
 
-// update recomputes proxying; called with r.mu held. Between 90 % of the
-// threshold and the threshold itself the route stays what it was.
-func (r *Router) update() {
+// Inflight returns the number of sends in flight on route.
+func (r *Router) Inflight(route Route) int64 { return r.inflight[route].Load() }
+
+// updateSources recomputes bySources; called with r.mu held. Between 90 %
+// of the threshold and the threshold itself it stays what it was.
+func (r *Router) updateSources() {
 	t := int64(r.cfg.Threshold)
 	n := int64(r.sources)
 	switch {
 	case r.cfg.ProxyURL == nil:
-		r.proxying = false
+		r.bySources = false
 	case t <= 0:
-		r.proxying = true
+		r.bySources = true
 	case n > t:
-		r.proxying = true
+		r.bySources = true
 	case n*10 < t*9:
-		r.proxying = false
+		r.bySources = false
 	}
+}
+
+// updateLoad recomputes byLoad from the direct sends in flight; called
+// with r.mu held, with a proxy and an in-flight threshold set.
+func (r *Router) updateLoad() {
+	n, t := r.inflight[RouteDirect].Load(), int64(r.cfg.InflightThreshold)
+	switch {
+	case n > t:
+		r.overAt, r.byLoad = r.clock(), true
+	case !r.byLoad:
+		return
+	case n*2 <= t && r.clock().Sub(r.overAt) >= r.cfg.InflightHold:
+		r.byLoad = false
+	default:
+		return
+	}
+	r.settle()
+}
+
+// settle sets the route from bySources and byLoad and logs a change;
+// called with r.mu held.
+func (r *Router) settle() {
+	route := RouteDirect
+	if r.cfg.ProxyURL != nil && (r.bySources || r.byLoad) {
+		route = RouteProxy
+	}
+	if route == r.route {
+		return
+	}
+	r.route = route
+	if r.logger == nil {
+		return
+	}
+	fields := []any{zap.String("reason", r.reason()), zap.Int("sources", r.sources), zap.Int("threshold", r.cfg.Threshold),
+		zap.Int64("direct_inflight", r.inflight[RouteDirect].Load()), zap.Int("inflight_threshold", r.cfg.InflightThreshold)}
+	if route == RouteProxy {
+		r.logger.Infow("Forwarding through the event-forwarding proxy", append(fields, zap.String("proxy", r.cfg.ProxyURL.Redacted()))...)
+	} else {
+		r.logger.Infow("Sending directly to the sinks", fields...)
+	}
+}
+
+// reason says why the route is what it is, for the log of a change.
+func (r *Router) reason() string {
+	switch {
+	case r.cfg.ProxyURL == nil:
+		return "no proxy configured"
+	case r.bySources && r.cfg.Threshold == 0:
+		return "threshold 0: always"
+	case r.bySources:
+		return "sources over the threshold"
+	case r.byLoad:
+		return "direct sends in flight over the in-flight threshold"
+	}
+	return "sources and direct sends in flight under their thresholds"
+}
+
+func (r *Router) clock() time.Time {
+	if r.now == nil {
+		return time.Now()
+	}
+	return r.now()
 }

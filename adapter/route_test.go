@@ -19,6 +19,10 @@ package adapter
 import (
 	"net/url"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"knative.dev/event-forwarding-proxy/config"
 )
@@ -103,6 +107,89 @@ func TestRouterHysteresis(t *testing.T) {
 				}
 				if (got == RouteProxy) != (u != nil) {
 					t.Fatalf("step %d: route %s with URL %v", i, got, u)
+				}
+			}
+		})
+	}
+}
+
+// TestRouterInflight: the direct sends in flight switch the route to the
+// proxy above their threshold, and back only after the hold with them at
+// or below half of it; each switch is logged once, with its reason.
+func TestRouterInflight(t *testing.T) {
+	proxyURL, _ := url.Parse("http://proxy.knative-eventing.svc.cluster.local")
+	// Sources never switch in these cases: 10 sources, threshold 500.
+	withLoad := config.Forwarding{ProxyURL: proxyURL, Threshold: 500, InflightThreshold: 100, InflightHold: time.Minute}
+	type step struct {
+		inflight int64         // direct sends in flight at this Decide
+		after    time.Duration // the clock moves by this first
+		cfg      *config.Forwarding
+		want     Route
+		reason   string // the reason logged, when this step switches
+	}
+	cfg := func(c config.Forwarding) *config.Forwarding { return &c }
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "at the threshold stays direct, above it forwards", steps: []step{
+			{inflight: 100, want: RouteDirect},
+			{inflight: 101, want: RouteProxy, reason: "direct sends in flight over the in-flight threshold"},
+		}},
+		{name: "back only after the hold, at half the threshold", steps: []step{
+			{inflight: 101, want: RouteProxy, reason: "direct sends in flight over the in-flight threshold"},
+			{inflight: 0, after: time.Minute - time.Nanosecond, want: RouteProxy},
+			{inflight: 51, after: time.Hour, want: RouteProxy}, // over half
+			{inflight: 50, want: RouteDirect, reason: "sources and direct sends in flight under their thresholds"},
+		}},
+		{name: "the hold counts from the last Decide over the threshold", steps: []step{
+			{inflight: 101, want: RouteProxy, reason: "direct sends in flight over the in-flight threshold"},
+			{inflight: 150, after: 50 * time.Second, want: RouteProxy},
+			{inflight: 0, after: 59 * time.Second, want: RouteProxy},
+			{inflight: 0, after: time.Second, want: RouteDirect, reason: "sources and direct sends in flight under their thresholds"},
+		}},
+		{name: "0 turns the switch off", steps: []step{
+			{cfg: cfg(config.Forwarding{ProxyURL: proxyURL, Threshold: 500}), inflight: 1 << 40, want: RouteDirect},
+		}},
+		{name: "no proxy never forwards", steps: []step{
+			{cfg: cfg(config.Forwarding{Threshold: 500, InflightThreshold: 100, InflightHold: time.Minute}), inflight: 1000, want: RouteDirect},
+		}},
+		{name: "turning the switch off while forwarding for load goes direct", steps: []step{
+			{inflight: 101, want: RouteProxy, reason: "direct sends in flight over the in-flight threshold"},
+			{cfg: cfg(config.Forwarding{ProxyURL: proxyURL, Threshold: 500}), inflight: 101, want: RouteDirect,
+				reason: "sources and direct sends in flight under their thresholds"},
+		}},
+		{name: "the sources keep it forwarding after the load is gone", steps: []step{
+			{inflight: 101, want: RouteProxy, reason: "direct sends in flight over the in-flight threshold"},
+			{cfg: cfg(config.Forwarding{ProxyURL: proxyURL, Threshold: 5, InflightThreshold: 100, InflightHold: time.Minute}), want: RouteProxy},
+			{inflight: 0, after: time.Hour, want: RouteProxy},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			core, logs := observer.New(zap.InfoLevel)
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			r := &Router{logger: zap.New(core).Sugar(), now: func() time.Time { return now }}
+			r.SetConfig(withLoad)
+			r.SetDirectSources(10)
+			for i, s := range tc.steps {
+				before := logs.Len()
+				now = now.Add(s.after)
+				r.inflight[RouteDirect].Store(s.inflight)
+				if s.cfg != nil {
+					r.SetConfig(*s.cfg)
+				}
+				if got, _ := r.Decide(); got != s.want {
+					t.Fatalf("step %d (%d in flight): route %s, want %s", i, s.inflight, got, s.want)
+				}
+				switched := logs.All()[before:]
+				switch {
+				case s.reason == "" && len(switched) > 0:
+					t.Errorf("step %d: logged %q with no switch", i, switched[0].Message)
+				case s.reason != "" && len(switched) != 1:
+					t.Errorf("step %d: %d log lines for one switch", i, len(switched))
+				case s.reason != "" && switched[0].ContextMap()["reason"] != s.reason:
+					t.Errorf("step %d: reason %q, want %q", i, switched[0].ContextMap()["reason"], s.reason)
 				}
 			}
 		})

@@ -213,6 +213,7 @@ func NewSender(p SenderParams) *Sender {
 		}
 	}
 	s.backoff = delivery.Backoff{Retries: p.Retries, Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
+	s.router.logger, s.router.now = p.Logger, p.Now
 	s.metrics = newSenderMetrics(p.MeterProvider, &s.router)
 	return s
 }

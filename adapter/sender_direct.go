@@ -73,6 +73,8 @@ func isSuccess(c int) bool { return c >= 200 && c < 300 }
 // direct sends m straight to t's sink through the shared pools, retrying
 // network errors and retryable answers.
 func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) error {
+	s.router.inflight[RouteDirect].Add(1)
+	defer s.router.inflight[RouteDirect].Add(-1)
 	rt, err := s.pools.forSink(t.URL, t.CACerts)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUndelivered, err)

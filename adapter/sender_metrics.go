@@ -35,13 +35,15 @@ const MeterName = "knative.dev/event-forwarding-proxy/adapter"
 // kn_forward_sender_fallbacks_total{reason},
 // kn_forward_sender_retries_total{route},
 // kn_forward_sender_handoff_duration_seconds{route},
-// kn_forward_sender_direct_sources and kn_forward_sender_forwarding.
+// kn_forward_sender_direct_sources, kn_forward_sender_inflight{route} and
+// kn_forward_sender_forwarding.
 const (
 	metricSenderSends     = "kn_forward_sender_sends"
 	metricSenderFallbacks = "kn_forward_sender_fallbacks"
 	metricSenderRetries   = "kn_forward_sender_retries"
 	metricSenderHandoff   = "kn_forward_sender_handoff_duration"
 	metricSenderSources   = "kn_forward_sender_direct_sources"
+	metricSenderInflight  = "kn_forward_sender_inflight"
 	metricSenderProxying  = "kn_forward_sender_forwarding"
 )
 
@@ -86,13 +88,23 @@ func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
 	check(err)
 	proxying, err := m.Int64ObservableGauge(metricSenderProxying, metric.WithDescription("1 while sends are routed through the proxy, 0 while direct"))
 	check(err)
+	inflight, err := m.Int64ObservableGauge(metricSenderInflight,
+		metric.WithDescription("Sends in flight, by route: direct ones hold the adapter until the sink answers, proxy ones until the proxy takes them"))
+	check(err)
+	inflightAttrs := [2]metric.ObserveOption{
+		metric.WithAttributeSet(attribute.NewSet(attribute.String("route", RouteDirect.String()))),
+		metric.WithAttributeSet(attribute.NewSet(attribute.String("route", RouteProxy.String()))),
+	}
 	if err = errors.Join(errs...); err == nil {
 		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			_, n, route := r.State()
 			o.ObserveInt64(sources, int64(n))
 			o.ObserveInt64(proxying, int64(route))
+			for _, rt := range []Route{RouteDirect, RouteProxy} {
+				o.ObserveInt64(inflight, r.Inflight(rt), inflightAttrs[rt])
+			}
 			return nil
-		}, sources, proxying)
+		}, sources, proxying, inflight)
 	}
 	if err != nil {
 		// Only a misbehaving provider fails here: fall back to no metrics

@@ -113,6 +113,8 @@ func TestSenderMetrics(t *testing.T) {
 		"kn_forward_sender_handoff_duration_seconds route=proxy count":  1,
 		"kn_forward_sender_direct_sources":                              7,
 		"kn_forward_sender_forwarding":                                  1,
+		"kn_forward_sender_inflight route=direct":                       0, // every send ended
+		"kn_forward_sender_inflight route=proxy":                        0,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)

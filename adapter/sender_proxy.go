@@ -116,6 +116,8 @@ type proxyMode struct {
 // would not cure), and otherwise why the event must go direct. With
 // openBody, the settled answer is left open in res.open.
 func (s *Sender) viaProxy(ctx context.Context, proxyURL *url.URL, t Target, m *encoded, mode proxyMode, res *Result) (fallbackReason, error) {
+	s.router.inflight[RouteProxy].Add(1)
+	defer s.router.inflight[RouteProxy].Add(-1)
 	rt := s.pools.forProxy(proxyURL)
 	timeout := s.p.HandoffTimeout
 	if t.Sync {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	neturl "net/url"
 	"strings"
+	"time"
 )
 
 // The eventing ConfigMap that tells multi-tenant sources how to use the
@@ -34,9 +35,28 @@ const (
 	// serves before it forwards through the proxy; "0" means always.
 	ForwardingThresholdKey = "event-forwarding-threshold"
 
+	// ForwardingInflightThresholdKey holds the number of direct sends an
+	// adapter may hold in flight before it forwards through the proxy,
+	// whatever its number of sources; "0" turns that switch off.
+	ForwardingInflightThresholdKey = "event-forwarding-inflight-threshold"
+	// ForwardingInflightHoldKey holds how long an adapter that forwarded
+	// for its sends in flight keeps forwarding after it was last over the
+	// in-flight threshold.
+	ForwardingInflightHoldKey = "event-forwarding-inflight-hold"
+
 	// DefaultForwardingThreshold applies when the threshold key is absent
 	// or empty.
 	DefaultForwardingThreshold = 500
+	// DefaultForwardingInflightThreshold applies when its key is absent or
+	// empty: as many held calls as the default sources, the point where
+	// one adapter pod's latency grows by seconds.
+	DefaultForwardingInflightThreshold = 500
+	// DefaultForwardingInflightHold applies when its key is absent or
+	// empty: about a slow sink's answer time, so that an adapter does not
+	// take back calls as slow as those that sent it to the proxy.
+	DefaultForwardingInflightHold = 5 * time.Minute
+	// MinForwardingInflightHold is the shortest hold accepted.
+	MinForwardingInflightHold = time.Second
 
 	// DefaultSystemNamespace holds the ConfigMap when SYSTEM_NAMESPACE is
 	// unset.
@@ -53,6 +73,14 @@ type Forwarding struct {
 	// it forwards through the proxy; 0 means always forward (when ProxyURL
 	// is set). NewForwardingFromMap defaults it to 500.
 	Threshold int
+	// InflightThreshold is the number of direct sends an adapter may hold
+	// in flight before it forwards, whatever its sources; 0 turns the
+	// switch off. NewForwardingFromMap defaults it to 500.
+	InflightThreshold int
+	// InflightHold is how long an adapter forwarding for its sends in
+	// flight keeps forwarding after it was last over InflightThreshold.
+	// NewForwardingFromMap defaults it to 5 minutes.
+	InflightHold time.Duration
 }
 
 // Enabled reports whether a proxy is configured.
@@ -63,11 +91,16 @@ func (f Forwarding) String() string {
 	if f.ProxyURL == nil {
 		return "off"
 	}
-	return fmt.Sprintf("proxy %s above %d direct sources", f.ProxyURL.Redacted(), f.Threshold)
+	s := fmt.Sprintf("proxy %s above %d direct sources", f.ProxyURL.Redacted(), f.Threshold)
+	if f.InflightThreshold > 0 {
+		s += fmt.Sprintf(" or %d direct sends in flight (held %s)", f.InflightThreshold, f.InflightHold)
+	}
+	return s
 }
 
 // NewForwardingFromMap parses the data of config-event-forwarding. An
-// absent ConfigMap reads as an empty map: forwarding off, threshold 500. An
+// absent ConfigMap reads as an empty map: forwarding off, thresholds 500
+// sources and 500 sends in flight, hold 5 minutes. An
 // invalid value is an error naming its key; the caller keeps its last good
 // configuration.
 func NewForwardingFromMap(data map[string]string) (*Forwarding, error) {
@@ -75,7 +108,11 @@ func NewForwardingFromMap(data map[string]string) (*Forwarding, error) {
 		v, ok := data[k]
 		return v, ok
 	}}
-	f := &Forwarding{Threshold: r.nonNegativeInt(ForwardingThresholdKey, DefaultForwardingThreshold)}
+	f := &Forwarding{
+		Threshold:         r.nonNegativeInt(ForwardingThresholdKey, DefaultForwardingThreshold),
+		InflightThreshold: r.nonNegativeInt(ForwardingInflightThresholdKey, DefaultForwardingInflightThreshold),
+		InflightHold:      r.durationMin(ForwardingInflightHoldKey, DefaultForwardingInflightHold, MinForwardingInflightHold),
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -19,6 +19,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNewForwardingFromMap(t *testing.T) {
@@ -80,7 +81,10 @@ func TestForwardingString(t *testing.T) {
 		want string
 	}{
 		{name: "off", want: "off"},
-		{name: "on", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3"}, want: "proxy http://p.ns.svc above 3 direct sources"},
+		{name: "on", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3"},
+			want: "proxy http://p.ns.svc above 3 direct sources or 500 direct sends in flight (held 5m0s)"},
+		{name: "no in-flight switch", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3", ForwardingInflightThresholdKey: "0"},
+			want: "proxy http://p.ns.svc above 3 direct sources"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +114,42 @@ func TestSystemNamespace(t *testing.T) {
 			got := SystemNamespace(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 			if got != tc.want {
 				t.Errorf("SystemNamespace() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForwardingInflightKeys(t *testing.T) {
+	tests := []struct {
+		name      string
+		data      map[string]string
+		threshold int
+		hold      time.Duration
+		wantErr   string
+	}{
+		{name: "defaults", threshold: 500, hold: 5 * time.Minute},
+		{name: "empty values take the defaults", data: map[string]string{ForwardingInflightThresholdKey: " ", ForwardingInflightHoldKey: ""}, threshold: 500, hold: 5 * time.Minute},
+		{name: "set", data: map[string]string{ForwardingInflightThresholdKey: "20", ForwardingInflightHoldKey: "90s"}, threshold: 20, hold: 90 * time.Second},
+		{name: "0 turns the switch off", data: map[string]string{ForwardingInflightThresholdKey: "0"}, threshold: 0, hold: 5 * time.Minute},
+		{name: "shortest hold", data: map[string]string{ForwardingInflightHoldKey: "1s"}, threshold: 500, hold: time.Second},
+		{name: "hold below a second", data: map[string]string{ForwardingInflightHoldKey: "999ms"}, wantErr: `event-forwarding-inflight-hold="999ms": want a duration such as 30s or 10m, at least 1s`},
+		{name: "hold not a duration", data: map[string]string{ForwardingInflightHoldKey: "5"}, wantErr: "event-forwarding-inflight-hold"},
+		{name: "negative threshold", data: map[string]string{ForwardingInflightThresholdKey: "-1"}, wantErr: `event-forwarding-inflight-threshold="-1": want an integer >= 0`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewForwardingFromMap(tc.data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.InflightThreshold != tc.threshold || f.InflightHold != tc.hold {
+				t.Errorf("in-flight threshold %d, hold %s; want %d, %s", f.InflightThreshold, f.InflightHold, tc.threshold, tc.hold)
 			}
 		})
 	}

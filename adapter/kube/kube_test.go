@@ -94,19 +94,19 @@ func TestWatchForwarding(t *testing.T) {
 		{name: "created", do: func() error {
 			_, err := cms.Create(ctx, cm(map[string]string{"event-forwarding-proxy": "http://p.knative-eventing.svc"}), metav1.CreateOptions{})
 			return err
-		}, want: "proxy http://p.knative-eventing.svc above 500 direct sources", applied: 2},
+		}, want: "proxy http://p.knative-eventing.svc above 500 direct sources or 500 direct sends in flight (held 5m0s)", applied: 2},
 		{name: "threshold changed", do: func() error {
 			_, err := cms.Update(ctx, cm(map[string]string{"event-forwarding-proxy": "http://p.knative-eventing.svc", "event-forwarding-threshold": "0"}), metav1.UpdateOptions{})
 			return err
-		}, want: "proxy http://p.knative-eventing.svc above 0 direct sources", applied: 3},
+		}, want: "proxy http://p.knative-eventing.svc above 0 direct sources or 500 direct sends in flight (held 5m0s)", applied: 3},
 		{name: "bad threshold: kept, logged with its key", do: func() error {
 			_, err := cms.Update(ctx, cm(map[string]string{"event-forwarding-proxy": "http://p.knative-eventing.svc", "event-forwarding-threshold": "many"}), metav1.UpdateOptions{})
 			return err
-		}, want: "proxy http://p.knative-eventing.svc above 0 direct sources", applied: 3, errLog: `event-forwarding-threshold="many"`},
+		}, want: "proxy http://p.knative-eventing.svc above 0 direct sources or 500 direct sends in flight (held 5m0s)", applied: 3, errLog: `event-forwarding-threshold="many"`},
 		{name: "fixed", do: func() error {
 			_, err := cms.Update(ctx, cm(map[string]string{"event-forwarding-proxy": "http://p.knative-eventing.svc", "event-forwarding-threshold": "10"}), metav1.UpdateOptions{})
 			return err
-		}, want: "proxy http://p.knative-eventing.svc above 10 direct sources", applied: 4},
+		}, want: "proxy http://p.knative-eventing.svc above 10 direct sources or 500 direct sends in flight (held 5m0s)", applied: 4},
 		{name: "deleted: off", do: func() error {
 			return cms.Delete(ctx, config.ForwardingConfigName, metav1.DeleteOptions{})
 		}, want: "off", applied: 5},

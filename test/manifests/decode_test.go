@@ -126,7 +126,15 @@ func TestEventForwardingConfigMap(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(cm.Data["_example"]), &example); err != nil {
 		t.Fatalf("_example: %v", err)
 	}
-	want := map[string]string{config.ForwardingProxyKey: "", config.ForwardingThresholdKey: strconv.Itoa(config.DefaultForwardingThreshold)}
+	want := map[string]string{
+		config.ForwardingProxyKey:             "",
+		config.ForwardingThresholdKey:         strconv.Itoa(config.DefaultForwardingThreshold),
+		config.ForwardingInflightThresholdKey: strconv.Itoa(config.DefaultForwardingInflightThreshold),
+		config.ForwardingInflightHoldKey:      "5m",
+	}
+	if ex, err := config.NewForwardingFromMap(example); err != nil || ex.InflightHold != config.DefaultForwardingInflightHold {
+		t.Errorf("the example's hold reads as %v (%v), the default is %s", ex, err, config.DefaultForwardingInflightHold)
+	}
 	if diff := cmp.Diff(want, example); diff != "" {
 		t.Errorf("_example (-want +got):\n%s", diff)
 	}

@@ -20,7 +20,9 @@ package sender
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,5 +179,34 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 		if got := proxy.metric("kn_forward_requests_total", `outcome="accepted"`); got < 12 {
 			t.Errorf("the proxy accepted %v events, want at least the 12 of the crossings", got)
 		}
+	})
+
+	t.Run("held sends switch the route, and the hold brings it back", func(t *testing.T) {
+		s.SetDirectSources(1) // far under the sources' threshold throughout
+		waitLogged(t, logs, msgApplied, cms.put(map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "100",
+			"event-forwarding-inflight-threshold": "3", "event-forwarding-inflight-hold": "1s"}))
+		slow := newHoldingSink(t)
+		var held sync.WaitGroup
+		for i := range 4 {
+			held.Go(func() {
+				if _, err := s.Send(ctxFor(t, time.Minute), adapter.Target{URL: slow.url(t)}, pingEvent("slow-"+strconv.Itoa(i))); err != nil {
+					t.Errorf("held send %d: %v", i, err)
+				}
+			})
+			eventually(t, 10*time.Second, "the slow sink holds the send", func() bool { return slow.holding() == i+1 })
+		}
+		dx := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant"}, "held")
+		if _, res := dx.send(); res.Route != adapter.RouteProxy || res.Fallback {
+			t.Fatalf("with 4 direct sends held over a threshold of 3: route %s (fallback %v), want the proxy", res.Route, res.Fallback)
+		}
+		if e := logs.FilterMessage("Forwarding through the event-forwarding proxy").All(); len(e) == 0 ||
+			e[len(e)-1].ContextMap()["reason"] != "direct sends in flight over the in-flight threshold" {
+			t.Errorf("the switch to the proxy was not logged with its reason: %v", e)
+		}
+		slow.release()
+		held.Wait()
+		took := dx.sendUntil(adapter.RouteDirect, flipWithin)
+		t.Logf("direct again %s after the held sends ended (hold 1s)", took.Round(time.Millisecond))
+		dx.checkArrivals(sink)
 	})
 }

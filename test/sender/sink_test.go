@@ -105,3 +105,37 @@ func testLogger(tb testing.TB) (*zap.SugaredLogger, *observer.ObservedLogs) {
 	})
 	return zap.New(core).Sugar(), logs
 }
+
+// holdingSink holds every call until release, then answers 200.
+type holdingSink struct {
+	*httptest.Server
+	mu      sync.Mutex
+	held    int
+	done    chan struct{}
+	release func()
+}
+
+func newHoldingSink(tb testing.TB) *holdingSink {
+	tb.Helper()
+	s := &holdingSink{done: make(chan struct{})}
+	var once sync.Once
+	s.release = func() { once.Do(func() { close(s.done) }) }
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		s.held++
+		s.mu.Unlock()
+		<-s.done
+	}))
+	tb.Cleanup(s.Close)
+	tb.Cleanup(s.release) // runs first: Close waits for the handlers
+	return s
+}
+
+func (s *holdingSink) holding() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+func (s *holdingSink) url(tb testing.TB) *url.URL { return mustURL(tb, s.URL) }
