@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"knative.dev/pkg/logging"
+
 	"knative.dev/event-forwarding-proxy/config"
 )
 
@@ -47,7 +49,13 @@ type Env struct {
 	ProbesPort int
 	// MetricsPort serves /metrics (METRICS_PORT). If unset, 9090.
 	MetricsPort int
-	// LogLevel is debug, info, warn or error (LOG_LEVEL). If unset, info.
+	// ZapConfig is the logger's zap configuration: the zap-logger-config
+	// of K_LOGGING_CONFIG, which upstream's controller writes from
+	// config-logging (with its loglevel.pingsource in the level). If
+	// unset, knative.dev/pkg's production format at info.
+	ZapConfig string
+	// LogLevel is debug, info, warn or error (LOG_LEVEL); it overrides
+	// ZapConfig's level. If unset, ZapConfig's level.
 	LogLevel string
 	// SinkTimeout bounds one call to a sink, in seconds (K_SINK_TIMEOUT, as
 	// upstream's controller sets it). If unset or -1, 10 minutes.
@@ -72,7 +80,6 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		SystemNamespace: config.SystemNamespace(lookup),
 		PodName:         get("POD_NAME"),
 		ServiceAccount:  get("SERVICE_ACCOUNT_NAME"),
-		LogLevel:        "info",
 		ProbesPort:      8080,
 		MetricsPort:     9090,
 		DrainTimeout:    20 * time.Second,
@@ -103,6 +110,14 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		e.LogLevel = v
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v))
+	}
+	if v := get("K_LOGGING_CONFIG"); v != "" {
+		cfg, err := logging.JSONToConfig(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("K_LOGGING_CONFIG: want the JSON object upstream's controller writes from config-logging: %w", err))
+		} else {
+			e.ZapConfig = cfg.LoggingConfig
+		}
 	}
 	if v := get("K_SINK_TIMEOUT"); v != "" && v != "-1" {
 		n, err := strconv.Atoi(v)

@@ -23,6 +23,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"knative.dev/pkg/logging"
 )
 
 func TestEnvFromLookup(t *testing.T) {
@@ -33,9 +35,9 @@ func TestEnvFromLookup(t *testing.T) {
 		want    Env
 		wantErr bool
 	}{
-		{name: "defaults", want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second}},
+		{name: "defaults", want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second}},
 		{name: "upstream's deployment", env: map[string]string{"SYSTEM_NAMESPACE": "eventing", "POD_NAME": "adapter-1", "K_SINK_TIMEOUT": "-1", "K_NO_SHUTDOWN_AFTER": ""},
-			want: Env{SystemNamespace: "eventing", PodName: "adapter-1", ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second}},
+			want: Env{SystemNamespace: "eventing", PodName: "adapter-1", ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second}},
 		{name: "everything set", env: map[string]string{"POD_NAME": "p", "SERVICE_ACCOUNT_NAME": "sa", "PROBES_PORT": "1", "METRICS_PORT": "2",
 			"LOG_LEVEL": "debug", "K_SINK_TIMEOUT": "30", "DRAIN_TIMEOUT": "5s"},
 			want: Env{SystemNamespace: "knative-eventing", PodName: "p", ServiceAccount: "sa", ProbesPort: 1, MetricsPort: 2, LogLevel: "debug",
@@ -43,10 +45,17 @@ func TestEnvFromLookup(t *testing.T) {
 		{name: "bad port", env: map[string]string{"PROBES_PORT": "http"}, wantErr: true},
 		{name: "port out of range", env: map[string]string{"METRICS_PORT": "70000"}, wantErr: true},
 		{name: "bad level", env: map[string]string{"LOG_LEVEL": "loud"}, wantErr: true},
+		{name: "upstream's logging config", env: map[string]string{"K_LOGGING_CONFIG": `{"zap-logger-config":"{\"level\":\"debug\"}"}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				ZapConfig: `{"level":"debug"}`}},
+		{name: "logging config without a zap config: knative's default", env: map[string]string{"K_LOGGING_CONFIG": `{"loglevel.pingsource":"debug"}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				ZapConfig: defaultZapConfig(t)}},
+		{name: "logging config not JSON", env: map[string]string{"K_LOGGING_CONFIG": "level=debug"}, wantErr: true},
 		{name: "bad sink timeout", env: map[string]string{"K_SINK_TIMEOUT": "0"}, wantErr: true},
 		{name: "bad drain timeout", env: map[string]string{"DRAIN_TIMEOUT": "20"}, wantErr: true},
 		{name: "h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": " *.Svc.cluster.local, sink.ns.svc. ,"},
-			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, LogLevel: "info", DrainTimeout: 20 * time.Second,
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
 				SinkH2CHosts: []string{"*.svc.cluster.local", "sink.ns.svc"}}},
 		{name: "bad h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": "sink:8080"}, wantErr: true},
 		{name: "h2c sinks with a pattern that is no suffix", env: map[string]string{"SINK_H2C_HOSTS": "*svc"}, wantErr: true},
@@ -95,4 +104,14 @@ func TestTokenServiceAccount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// defaultZapConfig is knative.dev/pkg's zap configuration when
+// config-logging has none.
+func defaultZapConfig(t *testing.T) string {
+	cfg, err := logging.NewConfigFromMap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.LoggingConfig
 }

@@ -58,12 +58,16 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "mtping: invalid configuration:", err)
 		return 2
 	}
-	logger := telemetry.NewLogger(env.LogLevel)
+	logger, err := telemetry.NewLoggerFromZapConfig(env.ZapConfig, env.LogLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: invalid configuration: K_LOGGING_CONFIG:", err)
+		return 2
+	}
 	defer func() { _ = logger.Sync() }()
 	// The settings in effect, where an operator can check them: in a pod
 	// they come from two places (the controller's env, the ConfigMap).
 	logger.Infow("Starting", zap.String("pod", env.PodName), zap.String("systemNamespace", env.SystemNamespace),
-		zap.Stringer("drainTimeout", env.DrainTimeout), zap.Stringer("sinkTimeout", env.SinkTimeout), zap.String("logLevel", env.LogLevel))
+		zap.Stringer("drainTimeout", env.DrainTimeout), zap.Stringer("sinkTimeout", env.SinkTimeout), zap.Stringer("logLevel", logger.Level()))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

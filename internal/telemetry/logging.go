@@ -17,6 +17,9 @@ limitations under the License.
 package telemetry
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"go.uber.org/zap"
 	"knative.dev/pkg/logging"
 )
@@ -32,4 +35,26 @@ const unsampled = `{"sampling": null}`
 func NewLogger(level string) *zap.SugaredLogger {
 	logger, _ := logging.NewLogger(unsampled, level)
 	return logger
+}
+
+// NewLoggerFromZapConfig returns the process's logger from a zap
+// configuration in knative.dev/pkg's JSON form (config-logging's
+// zap-logger-config, as upstream's controllers pass it in
+// K_LOGGING_CONFIG), never sampled whatever it says; a non-empty level
+// overrides its own. An empty zapConfig is NewLogger's format.
+func NewLoggerFromZapConfig(zapConfig, level string) (*zap.SugaredLogger, error) {
+	if zapConfig == "" {
+		return NewLogger(level), nil
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(zapConfig), &cfg); err != nil {
+		return nil, fmt.Errorf("the zap logger configuration is not a JSON object: %w", err)
+	}
+	cfg["sampling"] = nil
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	logger, _ := logging.NewLogger(string(b), level)
+	return logger, nil
 }

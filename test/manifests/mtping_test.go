@@ -23,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/eventing/pkg/reconciler/pingsource/resources"
+	"knative.dev/pkg/logging"
 
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
 )
@@ -73,7 +74,13 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 		t.Errorf("before the controller: system namespace %q (%v), want %q", first.SystemNamespace, err, d.Namespace)
 	}
 	// The reconciler's own list, with the values it computes in a cluster.
-	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1})
+	zapConfig := `{"level":"debug","encoding":"json"}`
+	loggingJSON, err := logging.ConfigToJSON(&logging.Config{LoggingConfig: zapConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1,
+		ConfigEnvVars: []corev1.EnvVar{{Name: "K_LOGGING_CONFIG", Value: loggingJSON}}})
 
 	env := effectiveEnv(t, d, settings)
 	got, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -87,8 +94,9 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if got.DrainTimeout != drain {
 		t.Errorf("DrainTimeout = %v, want the ConfigMap's %v", got.DrainTimeout, drain)
 	}
-	if got.LogLevel != settings["LOG_LEVEL"] {
-		t.Errorf("LogLevel = %q, want the ConfigMap's %q", got.LogLevel, settings["LOG_LEVEL"])
+	if got.LogLevel != "" || got.ZapConfig != zapConfig {
+		t.Errorf("LogLevel %q, ZapConfig %q; want no override and config-logging's %q as the controller passes it",
+			got.LogLevel, got.ZapConfig, zapConfig)
 	}
 	if got.SystemNamespace != d.Namespace {
 		t.Errorf("SystemNamespace = %q, want %q", got.SystemNamespace, d.Namespace)

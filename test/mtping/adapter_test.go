@@ -20,8 +20,10 @@ package mtping
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,34 @@ func TestOneAdapter(t *testing.T) {
 	t.Run("events", func(t *testing.T) { testEvents(t, c, sk) })
 	t.Run("update and delete", func(t *testing.T) { testUpdateDelete(t, c, sk) })
 	t.Run("threshold", func(t *testing.T) { testThreshold(t, c, sk) })
+}
+
+// TestLoggingFollowsUpstream: the adapter logs in the format and at the
+// level of K_LOGGING_CONFIG, as upstream's adapter does, and LOG_LEVEL
+// overrides that level.
+func TestLoggingFollowsUpstream(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, maps.Clone(fastElection))
+	lines := func(p *proc) (started bool, levels map[string]int) {
+		levels = map[string]int{}
+		for _, l := range strings.Split(strings.TrimSpace(p.logs.String()), "\n") {
+			var e struct{ Msg, Level, LogLevel string }
+			if json.Unmarshal([]byte(l), &e) != nil || e.Msg == "" {
+				continue // not a line of the configured format
+			}
+			levels[e.Level]++
+			started = started || (e.Msg == "Starting" && e.LogLevel == "debug")
+		}
+		return started, levels
+	}
+	upstream := startAdapter(t, c, "adapter-upstream-logging")
+	if started, levels := lines(upstream); !started || levels["debug"] == 0 {
+		t.Errorf("with config-logging at debug: started at debug %v, lines by level %v; want both in its format", started, levels)
+	}
+	quiet := startAdapter(t, c, "adapter-warn", "LOG_LEVEL=warn")
+	if _, levels := lines(quiet); levels["debug"]+levels["info"] > 0 {
+		t.Errorf("LOG_LEVEL=warn over config-logging's debug: lines by level %v", levels)
+	}
 }
 
 // testEvents creates PingSources of every kind and checks their events.

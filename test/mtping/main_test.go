@@ -177,14 +177,23 @@ func startProxy(t *testing.T) *proc {
 	return p
 }
 
-// startAdapter runs the adapter against c's API server with identity name.
-func startAdapter(t *testing.T, c *cluster, name string) *proc {
+// upstreamLogging is K_LOGGING_CONFIG as upstream's PingSource controller
+// writes it, from a config-logging that asks for debug lines in JSON with
+// keys of its own (msg, level), so that a test can tell them from the
+// adapter's built-in format.
+const upstreamLogging = `{"zap-logger-config":"{\"level\":\"debug\",\"encoding\":\"json\",` +
+	`\"outputPaths\":[\"stdout\"],\"errorOutputPaths\":[\"stderr\"],` +
+	`\"encoderConfig\":{\"messageKey\":\"msg\",\"levelKey\":\"level\",\"levelEncoder\":\"lowercase\"}}"}`
+
+// startAdapter runs the adapter against c's API server with identity name,
+// with the environment upstream's controller gives it, and env added.
+func startAdapter(t *testing.T, c *cluster, name string, env ...string) *proc {
 	t.Helper()
 	port := freePort(t)
-	p := start(t, name, bins.adapter, port, "/readiness",
-		"KUBECONFIG="+c.Kubeconfig, "SYSTEM_NAMESPACE="+systemNamespace, "POD_NAME="+name,
-		"SERVICE_ACCOUNT_NAME="+adapterAccount, "PROBES_PORT="+strconv.Itoa(port),
-		"METRICS_PORT="+strconv.Itoa(freePort(t)), "LOG_LEVEL=debug", "DRAIN_TIMEOUT=5s")
+	p := start(t, name, bins.adapter, port, "/readiness", append([]string{
+		"KUBECONFIG=" + c.Kubeconfig, "SYSTEM_NAMESPACE=" + systemNamespace, "POD_NAME=" + name,
+		"SERVICE_ACCOUNT_NAME=" + adapterAccount, "PROBES_PORT=" + strconv.Itoa(port),
+		"METRICS_PORT=" + strconv.Itoa(freePort(t)), "K_LOGGING_CONFIG=" + upstreamLogging, "DRAIN_TIMEOUT=5s"}, env...)...)
 	p.ProbeURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	return p
 }
