@@ -26,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"knative.dev/eventing/pkg/observability"
 	"knative.dev/pkg/logging"
+	"knative.dev/pkg/observability/tracing"
 
 	"knative.dev/event-forwarding-proxy/config"
 )
@@ -57,6 +59,10 @@ type Env struct {
 	// LogLevel is debug, info, warn or error (LOG_LEVEL); it overrides
 	// ZapConfig's level. If unset, ZapConfig's level.
 	LogLevel string
+	// Tracing is where the sends' spans go: the tracing part of
+	// K_OBSERVABILITY_CONFIG, which upstream's controller writes from
+	// config-observability. If unset, nowhere.
+	Tracing tracing.Config
 	// SinkTimeout bounds one call to a sink, in seconds (K_SINK_TIMEOUT, as
 	// upstream's controller sets it). If unset or -1, 10 minutes.
 	SinkTimeout time.Duration
@@ -117,6 +123,19 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 			errs = append(errs, fmt.Errorf("K_LOGGING_CONFIG: want the JSON object upstream's controller writes from config-logging: %w", err))
 		} else {
 			e.ZapConfig = cfg.LoggingConfig
+		}
+	}
+	if v := get("K_OBSERVABILITY_CONFIG"); v != "" {
+		var cfg observability.Config
+		switch err := json.Unmarshal([]byte(v), &cfg); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: want the JSON object upstream's controller writes from config-observability: %w", err))
+		case cfg.Tracing.Protocol == "":
+		default:
+			if err := cfg.Tracing.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: tracing: %w", err))
+			}
+			e.Tracing = cfg.Tracing
 		}
 	}
 	if v := get("K_SINK_TIMEOUT"); v != "" && v != "-1" {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"knative.dev/pkg/logging"
+	"knative.dev/pkg/observability/tracing"
 )
 
 func TestEnvFromLookup(t *testing.T) {
@@ -52,6 +53,14 @@ func TestEnvFromLookup(t *testing.T) {
 			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
 				ZapConfig: defaultZapConfig(t)}},
 		{name: "logging config not JSON", env: map[string]string{"K_LOGGING_CONFIG": "level=debug"}, wantErr: true},
+		{name: "upstream's observability config", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"grpc","endpoint":"otel.ns.svc:4317","samplingRate":0.1},"metrics":{"protocol":"prometheus"}}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				Tracing: tracing.Config{Protocol: "grpc", Endpoint: "otel.ns.svc:4317", SamplingRate: 0.1}}},
+		{name: "observability config without tracing", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"none"}}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second}},
+		{name: "tracing without an endpoint", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"http/protobuf"}}`}, wantErr: true},
+		{name: "tracing of an unknown protocol", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"zipkin","endpoint":"x"}}`}, wantErr: true},
+		{name: "observability config not JSON", env: map[string]string{"K_OBSERVABILITY_CONFIG": "tracing=on"}, wantErr: true},
 		{name: "bad sink timeout", env: map[string]string{"K_SINK_TIMEOUT": "0"}, wantErr: true},
 		{name: "bad drain timeout", env: map[string]string{"DRAIN_TIMEOUT": "20"}, wantErr: true},
 		{name: "h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": " *.Svc.cluster.local, sink.ns.svc. ,"},

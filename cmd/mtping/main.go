@@ -33,12 +33,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"knative.dev/eventing/pkg/client/clientset/versioned"
+	"knative.dev/pkg/observability/resource"
+	"knative.dev/pkg/observability/tracing"
 
 	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/adapter/kube"
@@ -96,6 +99,23 @@ func run() int {
 	}
 
 	sp := adapter.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout, SinkH2CHosts: env.SinkH2CHosts}
+	if env.Tracing.Protocol != "" && env.Tracing.Protocol != tracing.ProtocolNone {
+		tp, err := tracing.NewTracerProvider(ctx, env.Tracing, sdktrace.WithResource(resource.Default(mtping.Component)))
+		if err != nil {
+			logger.Errorw("Cannot set up tracing (K_OBSERVABILITY_CONFIG)", zap.Error(err))
+			return 1
+		}
+		// Flushed last, after the drain's sends ended their spans.
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warnw("Spans not flushed at exit", zap.Error(err))
+			}
+		}()
+		sp.TracerProvider = tp
+		logger.Infow("Tracing on", zap.String("protocol", env.Tracing.Protocol), zap.Float64("samplingRate", env.Tracing.SamplingRate))
+	}
 	if id := identity(env); !id.IsZero() {
 		sp.Tokens, sp.ProxyIdentity = kube.NewTokenRequester(kc), id
 		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))

@@ -17,11 +17,13 @@ limitations under the License.
 package manifests
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"knative.dev/eventing/pkg/observability"
 	"knative.dev/eventing/pkg/reconciler/pingsource/resources"
 	"knative.dev/pkg/logging"
 
@@ -80,7 +82,7 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1,
-		ConfigEnvVars: []corev1.EnvVar{{Name: "K_LOGGING_CONFIG", Value: loggingJSON}}})
+		ConfigEnvVars: []corev1.EnvVar{{Name: "K_LOGGING_CONFIG", Value: loggingJSON}, {Name: "K_OBSERVABILITY_CONFIG", Value: observabilityJSON(t)}}})
 
 	env := effectiveEnv(t, d, settings)
 	got, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -134,4 +136,14 @@ func effectiveEnv(t *testing.T, d *appsv1.Deployment, cm map[string]string) map[
 		}
 	}
 	return env
+}
+
+// observabilityJSON is K_OBSERVABILITY_CONFIG as upstream's controller
+// writes it from a default config-observability.
+func observabilityJSON(t *testing.T) string {
+	b, err := json.Marshal(observability.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

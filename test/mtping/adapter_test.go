@@ -20,6 +20,7 @@ package mtping
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -27,9 +28,12 @@ import (
 	"testing"
 	"time"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // fastElection makes Leases move within seconds.
@@ -77,6 +81,50 @@ func TestLoggingFollowsUpstream(t *testing.T) {
 	if _, levels := lines(quiet); levels["debug"]+levels["info"] > 0 {
 		t.Errorf("LOG_LEVEL=warn over config-logging's debug: lines by level %v", levels)
 	}
+}
+
+// TestTracesThroughTheProxy: with config-observability's tracing in
+// K_OBSERVABILITY_CONFIG, each send is a client span exported over OTLP,
+// and its W3C context reaches the sink through the proxy, direct too.
+func TestTracesThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, maps.Clone(fastElection), "tenant-a")
+	collector := testproc.NewOTLPReceiver(t)
+	sk := newSink(t)
+	startAdapter(t, c, "adapter-traced",
+		`K_OBSERVABILITY_CONFIG={"tracing":{"protocol":"http/protobuf","endpoint":"`+collector.URL+`/v1/traces","samplingRate":1}}`,
+		"OTEL_BSP_SCHEDULE_DELAY=100")
+	spec := sourcesv1.PingSourceSpec{Schedule: every2s, ContentType: "application/json", Data: `{"traced":true}`}
+	c.createSource(t, "tenant-a", "traced", spec, sk.url("traced"), sourceStatus{})
+	traced := func(proxied bool) {
+		t.Helper()
+		var r received
+		eventually(t, 20*time.Second, "an event arrives with a traceparent", func() bool {
+			for _, got := range sk.got("traced", time.Time{}) {
+				if got.viaProxy() == proxied && got.header.Get("Traceparent") != "" {
+					r = got
+					return true
+				}
+			}
+			return false
+		})
+		parts := strings.Split(r.header.Get("Traceparent"), "-")
+		if len(parts) != 4 || parts[3] != "01" {
+			t.Fatalf("traceparent %q: want a sampled W3C trace context", r.header.Get("Traceparent"))
+		}
+		eventually(t, 20*time.Second, "the send's span reaches the collector", func() bool {
+			for _, sp := range collector.OfTrace(parts[1]) {
+				if hex.EncodeToString(sp.SpanId) == parts[2] && sp.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	traced(false)
+	p := startProxy(t)
+	c.setForwarding(t, p.URL, "0")
+	traced(true)
 }
 
 // testEvents creates PingSources of every kind and checks their events.
