@@ -186,11 +186,13 @@ func TestAdapter(t *testing.T) {
 	// Sends the adapter holds: sources firing every second, directly, to a
 	// sink that holds each call 30 s, 1,200 sends in all, 600 a pod at the
 	// HPA's minimum of 2, above its target (500): the HPA asks for 3. Held
-	// at 1 replica first, then let go.
+	// at 1 replica first, then let go. Both switches to the proxy are off:
+	// the sources' threshold is out of reach, the in-flight one is 0.
 	hpa := adapterHPA(ctx, t)
 	t.Cleanup(func() { restoreHPA(t, hpa) })
 	setHPABounds(ctx, t, 1, 1)
 	setThreshold(ctx, t, "100000")
+	setForwardingKey(ctx, t, "event-forwarding-inflight-threshold", "0")
 	loadNS := newNamespace(ctx, t, "hpa")
 	newSink(ctx, t, loadNS)
 	for i := range hpaLoadSources {

@@ -148,15 +148,22 @@ func TestSeedScenario(t *testing.T) {
 // value it had afterwards.
 func setThreshold(ctx context.Context, t testing.TB, v string) {
 	t.Helper()
+	setForwardingKey(ctx, t, "event-forwarding-threshold", v)
+}
+
+// setForwardingKey sets one key of config-event-forwarding for the test,
+// restoring the value it had afterwards.
+func setForwardingKey(ctx context.Context, t testing.TB, key, v string) {
+	t.Helper()
 	cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, had := cm.Data["event-forwarding-threshold"]
+	old, had := cm.Data[key]
 	patch := func(v any) {
-		b, _ := json.Marshal(map[string]any{"data": map[string]any{"event-forwarding-threshold": v}})
+		b, _ := json.Marshal(map[string]any{"data": map[string]any{key: v}})
 		if _, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Patch(context.Background(), forwardingCM, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-			t.Errorf("threshold: %v", err)
+			t.Errorf("%s: %v", key, err)
 		}
 	}
 	patch(v)
