@@ -17,43 +17,16 @@ limitations under the License.
 package adapter
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"knative.dev/event-forwarding-proxy/config"
 )
-
-// gaugeByLabel reads an Int64 gauge's points by the value of label.
-func gaugeByLabel(t *testing.T, r interface {
-	Collect(context.Context, *metricdata.ResourceMetrics) error
-}, name, label string) map[string]int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			for _, p := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-				v, _ := p.Attributes.Value(attribute.Key(label))
-				out[v.AsString()] = p.Value
-			}
-		}
-	}
-	return out
-}
 
 // TestSenderForwardsOnInflight: with one source, far under the sources'
 // threshold, the sends a slow sink holds switch the Sender to the proxy
@@ -100,7 +73,7 @@ func TestSenderForwardsOnInflight(t *testing.T) {
 	if err != nil || res.Route != RouteProxy || proxy.count() != 1 {
 		t.Fatalf("send over the threshold: route %s, err %v, proxy got %d; want it through the proxy", res.Route, err, proxy.count())
 	}
-	if got := gaugeByLabel(t, reader, metricSenderInflight, "route"); got["direct"] != 3 || got["proxy"] != 0 {
+	if got := counterByLabel(t, reader, metricSenderInflight, "route"); got["direct"] != 3 || got["proxy"] != 0 {
 		t.Errorf("sends in flight %v, want 3 direct, 0 proxy", got)
 	}
 	free()

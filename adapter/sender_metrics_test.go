@@ -36,7 +36,8 @@ func newTestMeterProvider() (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) 
 	return r, sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
 }
 
-// counterByLabel sums an Int64 counter's points by the value of label.
+// counterByLabel sums an Int64 counter's or gauge's points by the value
+// of label.
 func counterByLabel(t *testing.T, r *sdkmetric.ManualReader, name, label string) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -49,7 +50,16 @@ func counterByLabel(t *testing.T, r *sdkmetric.ManualReader, name, label string)
 			if m.Name != name {
 				continue
 			}
-			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			var points []metricdata.DataPoint[int64]
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				points = d.DataPoints
+			case metricdata.Gauge[int64]:
+				points = d.DataPoints
+			default:
+				t.Fatalf("%s is a %T, not an Int64 counter or gauge", name, m.Data)
+			}
+			for _, p := range points {
 				v, _ := p.Attributes.Value(attribute.Key(label))
 				out[v.AsString()] += p.Value
 			}
