@@ -65,6 +65,17 @@ func TestDashboardImportable(t *testing.T) {
 			}
 		}
 	}
+	var varProblems []string
+	for _, name := range []string{"namespace", "pod", "adapter_namespace", "adapter_pod"} {
+		if _, ok := vars[name]; !ok {
+			varProblems = append(varProblems, name+" undefined")
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type == "query" && (v.Datasource == nil || v.Datasource.UID != dsRef) {
+			varProblems = append(varProblems, v.Name)
+		}
+	}
 
 	tests := []struct {
 		name string
@@ -74,7 +85,7 @@ func TestDashboardImportable(t *testing.T) {
 		{name: "a stable uid", ok: d.UID == "kn-event-forwarding-proxy"},
 		{name: "no __inputs to fill in at import", ok: len(d.Inputs) == 0},
 		{name: "a datasource variable of type prometheus", ok: vars["datasource"].Type == "datasource" && strings.Contains(string(vars["datasource"].Query), "prometheus")},
-		{name: "query variables use the datasource variable", ok: vars["namespace"].Datasource != nil && vars["namespace"].Datasource.UID == dsRef && vars["pod"].Datasource != nil && vars["pod"].Datasource.UID == dsRef},
+		{name: "query variables use the datasource variable: " + strings.Join(varProblems, "; "), ok: len(varProblems) == 0},
 		{name: "panels well formed: " + strings.Join(panelProblems, "; "), ok: len(panelProblems) == 0},
 	}
 	for _, tc := range tests {
@@ -89,7 +100,10 @@ func TestDashboardImportable(t *testing.T) {
 // TestDashboardShowsWhatOperatorsWatch checks that some panel reads each
 // series an operator needs to run the proxy: held calls against
 // capacity, per pod and tenant, refusals by reason, latency by outcome,
-// admission latency, async backlog and final failures, memory per pod.
+// admission latency, async backlog and final failures, memory per pod;
+// and the PingSource adapter: its sends by route and outcome, whether it
+// forwards, its sources, sends in flight, fallbacks by reason, hand-off
+// time, tick lateness and Leases per pod.
 func TestDashboardShowsWhatOperatorsWatch(t *testing.T) {
 	tests := []struct {
 		name string
@@ -107,6 +121,15 @@ func TestDashboardShowsWhatOperatorsWatch(t *testing.T) {
 		{name: "async final failures", expr: `kn_forward_async_deliveries_total{outcome=~"failed|abandoned"`},
 		{name: "memory per pod", expr: "max by (pod) (container_memory_working_set_bytes"},
 		{name: "memory limit", expr: `kube_pod_container_resource_limits{resource="memory"`},
+		{name: "adapter sends by route and outcome", expr: "sum by (route, outcome) (rate(kn_forward_sender_sends_total"},
+		{name: "adapter forwards or not, per pod", expr: "max by (pod) (kn_forward_sender_forwarding"},
+		{name: "adapter direct sources", expr: "(kn_forward_sender_direct_sources"},
+		{name: "adapter sends in flight by route", expr: "sum by (route) (kn_forward_sender_inflight"},
+		{name: "adapter fallbacks by reason", expr: "sum by (reason) (rate(kn_forward_sender_fallbacks_total"},
+		{name: "adapter hand-off p99 by route", expr: "histogram_quantile(0.99, sum by (route, le) (rate(kn_forward_sender_handoff_duration_seconds_bucket"},
+		{name: "adapter tick lateness p99 per pod", expr: "histogram_quantile(0.99, sum by (pod, le) (rate(kn_forward_mtping_tick_lateness_seconds_bucket"},
+		{name: "adapter leases per pod", expr: "sum by (pod) (kn_forward_mtping_leases_held"},
+		{name: "adapter in-flight sends per pod", expr: "sum by (pod) (kn_forward_mtping_inflight_sends"},
 	}
 	all := dashboardQueries(t, nil)
 	for _, tc := range tests {

@@ -35,7 +35,7 @@ import (
 func TestPrometheusSeesHeldCalls(t *testing.T) {
 	const capacity, syncCalls, asyncCalls = 50, 3, 2
 	p := startProxy(t, fmt.Sprintf("FORWARD_MAX_INFLIGHT=%d", capacity))
-	prom := startPrometheus(t, p.MetricsAddr)
+	prom := startPrometheus(t, proxyTarget(p.MetricsAddr))
 	const wait = 30 * time.Second
 	prom.awaitValue(t, wait, fmt.Sprintf(`up{job=%q}`, scrapeJob), 1)
 

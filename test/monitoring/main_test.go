@@ -17,12 +17,14 @@ limitations under the License.
 // Package monitoring checks the operator's kit in config/monitoring: the
 // Prometheus rules (with promtool), the PrometheusRule generated from them,
 // the Grafana dashboard, and every query in them against the metrics the
-// proxy binary really exports, scraped by a real Prometheus.
+// proxy binary and the PingSource adapter binary (against a real API
+// server) really export, scraped by a real Prometheus.
 //
 // The checks of files alone are unit tests. Those that run promtool,
 // Prometheus or the proxy binary carry the integration build tag (`make
 // integration`); promtool and prometheus must then be on PATH, which `make
-// integration` ensures (Debian's prometheus package).
+// integration` ensures (Debian's prometheus package), and kube-apiserver and
+// etcd in .cache/bin (`make tools`, test/apiserver).
 package monitoring
 
 import (
@@ -51,6 +53,16 @@ const (
 	targetNamespace = "knative-eventing"
 	targetPod       = "event-forwarding-proxy-00001-deployment-5d9c-e2e"
 	scrapeJob       = "event-forwarding-proxy"
+)
+
+// The PingSource adapter: its manifest, and the labels the kit's scrape
+// job for it gives its target (its namespace is the adapter's
+// SYSTEM_NAMESPACE).
+const (
+	mtpingFile      = "config/500-mtping.yaml"
+	mtpingNamespace = "knative-eventing"
+	mtpingPod       = "pingsource-mt-adapter-5d9c8b7f4-e2e"
+	mtpingScrapeJob = "pingsource-mt-adapter"
 )
 
 // repoFile returns the path of a repository file, as the tests see it.

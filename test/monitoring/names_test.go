@@ -30,11 +30,12 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// externalMetrics are the only series the kit reads that the proxy does
-// not export, and where they come from.
+// externalMetrics are the only series the kit reads that neither the proxy
+// nor the PingSource adapter exports, and where they come from.
 var externalMetrics = map[string]string{
 	"container_memory_working_set_bytes": "cAdvisor (the kubelet)",
 	"kube_pod_container_resource_limits": "kube-state-metrics",
+	"up":                                 "Prometheus (one series per scrape target)",
 }
 
 // targetLabels are the labels Prometheus attaches to every series of a
@@ -42,8 +43,9 @@ var externalMetrics = map[string]string{
 // exported_<name> (honor_labels: false).
 var targetLabels = []string{"namespace", "pod", "job", "instance"}
 
-// catalog is what a query may name: the series of the proxy's families as
-// scraped, the rules' recorded series, and externalMetrics.
+// catalog is what a query may name: the series of the families the proxy
+// and the adapter export, as scraped, the rules' recorded series, and
+// externalMetrics.
 type catalog struct {
 	series   map[string]*dto.MetricFamily // series name (a histogram's _bucket, _sum, _count) -> family
 	recorded map[string]bool
@@ -97,8 +99,8 @@ func (c catalog) labels(series string) map[string]bool {
 }
 
 // check parses expr and returns a problem for each series name the
-// catalog does not know, and for each label that a proxy series (or an
-// aggregation over proxy series only) cannot carry.
+// catalog does not know, and for each label that an exported series (or an
+// aggregation over exported series only) cannot carry.
 func (c catalog) check(expr string) []string {
 	e, err := parser.ParseExpr(expr)
 	if err != nil {
@@ -146,7 +148,7 @@ func (c catalog) checkSelector(vs *parser.VectorSelector) []string {
 	case externalMetrics[name] != "":
 		return nil
 	default:
-		return []string{fmt.Sprintf("%s is neither exported by the proxy, nor recorded by %s, nor a known external metric", name, rulesFile)}
+		return []string{fmt.Sprintf("%s is exported by neither the proxy nor the adapter, nor recorded by %s, nor a known external metric", name, rulesFile)}
 	}
 }
 
@@ -166,6 +168,22 @@ func (c catalog) mayCarry(e parser.Expr, label string) bool {
 		return nil
 	})
 	return found
+}
+
+// mergeFamilies returns the families of several processes as one set: a
+// family both export (go_*, process_*) has the series of both.
+func mergeFamilies(sets ...map[string]*dto.MetricFamily) map[string]*dto.MetricFamily {
+	out := map[string]*dto.MetricFamily{}
+	for _, fams := range sets {
+		for name, f := range fams {
+			if have := out[name]; have != nil {
+				f = &dto.MetricFamily{Name: have.Name, Help: have.Help, Type: have.Type, Unit: have.Unit,
+					Metric: slices.Concat(have.Metric, f.Metric)}
+			}
+			out[name] = f
+		}
+	}
+	return out
 }
 
 func keys(m map[string]bool) []string {
@@ -205,13 +223,17 @@ func exercise(t *testing.T, p *proxyProc) map[string]*dto.MetricFamily {
 }
 
 // TestQueriesNameExportedMetrics checks every expression of the dashboard,
-// the rules and the adapter rule against what the proxy binary exports:
-// each series name is exported (or recorded, or a known external metric),
-// and each label matched or grouped by exists on it.
+// the rules and the adapter rules against what the proxy binary and the
+// PingSource adapter binary (against a real API server, sending through
+// that proxy and directly) export: each series name is exported (or
+// recorded, or a known external metric), and each label matched or
+// grouped by exists on it.
 func TestQueriesNameExportedMetrics(t *testing.T) {
 	p := startProxy(t)
-	fams := exercise(t, p)
-	c := newCatalog(fams, loadRules(t))
+	proxyFams := exercise(t, p)
+	mtpingFams := exerciseMtping(t, p)
+	rules := loadRules(t)
+	c := newCatalog(mergeFamilies(proxyFams, mtpingFams), rules)
 
 	var qs []query
 	qs = append(qs, ruleQueries(t)...)
@@ -234,10 +256,28 @@ func TestQueriesNameExportedMetrics(t *testing.T) {
 		{name: "unknown grouping label", expr: `sum by (destination) (kn_forward_active_requests)`},
 		{name: "histogram without suffix", expr: `kn_forward_request_duration_seconds`},
 		{name: "syntax error", expr: `sum(rate(kn_forward_requests_total[5m])`},
+		{name: "unknown adapter metric", expr: `sum(kn_forward_mtping_leases)`},
+		{name: "unknown adapter label", expr: `sum(kn_forward_sender_fallbacks_total{cause="busy"})`},
+		{name: "unknown adapter grouping label", expr: `sum by (bucket) (kn_forward_mtping_leases_held)`},
+		{name: "adapter histogram without suffix", expr: `kn_forward_mtping_tick_lateness_seconds`},
 	} {
 		t.Run("checker catches "+tc.name, func(t *testing.T) {
 			if problems := c.check(tc.expr); len(problems) == 0 {
 				t.Errorf("%s: no problem found", tc.expr)
+			}
+		})
+	}
+
+	// The adapter's families come from the adapter's scrape, not the
+	// proxy's: without it, the kit's adapter queries would fail.
+	proxyOnly := newCatalog(proxyFams, rules)
+	for _, expr := range []string{`kn_forward_mtping_leases_held`, `kn_forward_sender_sends_total`, `kn_forward_sender_handoff_duration_seconds_bucket`} {
+		t.Run("adapter family "+expr, func(t *testing.T) {
+			if len(proxyOnly.check(expr)) == 0 {
+				t.Errorf("the proxy exports %s", expr)
+			}
+			if problems := c.check(expr); len(problems) != 0 {
+				t.Errorf("the adapter does not export it: %v", problems)
 			}
 		})
 	}

@@ -29,12 +29,18 @@ import (
 	"time"
 )
 
-// binDir holds the proxy binary, built on first use by proxyBinary.
+// binDir holds the binaries, each built on first use by binary.
 var (
-	binDir    string
-	buildOnce sync.Once
-	errBuild  error
+	binDir string
+	builds sync.Map // package path -> *build
 )
+
+// build is one binary, built once.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "monitoring-test")
@@ -48,24 +54,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proxyBinary builds cmd/proxy once, with the race detector (the flags
-// `make test` builds everything with, so the build cache is shared), and
-// returns its path.
-func proxyBinary(t *testing.T) string {
+// proxyBinary returns the path of cmd/proxy, built once.
+func proxyBinary(t *testing.T) string { return binary(t, "cmd/proxy") }
+
+// mtpingBinary returns the path of cmd/mtping, built once.
+func mtpingBinary(t *testing.T) string { return binary(t, "cmd/mtping") }
+
+// binary builds the module's package pkg once, with the race detector
+// (the flags `make test` builds everything with, so the build cache is
+// shared), and returns its path.
+func binary(t *testing.T, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(binDir, "proxy")
-	buildOnce.Do(func() {
-		cmd := exec.Command("go", "build", "-race", "-o", bin, "knative.dev/event-forwarding-proxy/cmd/proxy")
+	v, _ := builds.LoadOrStore(pkg, &build{path: filepath.Join(binDir, filepath.Base(pkg))})
+	b := v.(*build)
+	b.once.Do(func() {
+		cmd := exec.Command("go", "build", "-race", "-o", b.path, "knative.dev/event-forwarding-proxy/"+pkg)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			errBuild = fmt.Errorf("building cmd/proxy: %w\n%s", err, out.String())
+			b.err = fmt.Errorf("building %s: %w\n%s", pkg, err, out.String())
 		}
 	})
-	if errBuild != nil {
-		t.Fatal(errBuild)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.path
 }
 
 // requireTool returns the path of a Prometheus binary, failing the test

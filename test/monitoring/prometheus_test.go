@@ -37,10 +37,21 @@ type promProc struct {
 	URL string
 }
 
+// scrapeTarget is one process Prometheus scrapes, with the job and the
+// labels Kubernetes service discovery would give its pod.
+type scrapeTarget struct {
+	job, addr, namespace, pod string
+}
+
+// proxyTarget is the proxy at addr, as the kit's scrape job names it.
+func proxyTarget(addr string) scrapeTarget {
+	return scrapeTarget{job: scrapeJob, addr: addr, namespace: targetNamespace, pod: targetPod}
+}
+
 // startPrometheus runs Prometheus with temporary storage, scraping the
-// proxy's metrics every second and evaluating config/monitoring/rules.yaml
-// every second, and waits until it is ready.
-func startPrometheus(t *testing.T, metricsAddr string) *promProc {
+// targets every second and evaluating config/monitoring/rules.yaml every
+// second, and waits until it is ready.
+func startPrometheus(t *testing.T, targets ...scrapeTarget) *promProc {
 	t.Helper()
 	bin := requireTool(t, "prometheus")
 	dir := t.TempDir()
@@ -55,14 +66,17 @@ func startPrometheus(t *testing.T, metricsAddr string) *promProc {
 rule_files:
   - %q
 scrape_configs:
-  - job_name: %s
+`, rules)
+	for _, tg := range targets {
+		config += fmt.Sprintf(`  - job_name: %s
     honor_labels: false
     static_configs:
       - targets: [%q]
         labels:
           namespace: %s
           pod: %s
-`, rules, scrapeJob, metricsAddr, targetNamespace, targetPod)
+`, tg.job, tg.addr, tg.namespace, tg.pod)
+	}
 	configFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -108,7 +108,13 @@ func (p *proxyProc) post(t *testing.T, dest string, headers ...string) int {
 // scrape reads the proxy's /metrics.
 func (p *proxyProc) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
+	return scrapeMetrics(t, p.MetricsAddr)
+}
+
+// scrapeMetrics reads the /metrics of a process at addr (host:port).
+func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}

@@ -168,14 +168,7 @@ var labelValues = regexp.MustCompile(`^\s*label_values\((.*),\s*([a-zA-Z_][a-zA-
 func dashboardQueries(t *testing.T, vars map[string]string) []query {
 	t.Helper()
 	d := loadDashboard(t)
-	subst := func(expr string) string {
-		expr = grafanaBuiltins.ReplaceAllString(expr, "5m")
-		for name, value := range vars {
-			expr = strings.ReplaceAll(expr, "${"+name+"}", value)
-			expr = regexp.MustCompile(`\$`+name+`\b`).ReplaceAllString(expr, value)
-		}
-		return expr
-	}
+	subst := func(expr string) string { return substVars(expr, vars) }
 	var qs []query
 	for _, p := range d.allPanels() {
 		for _, tg := range p.Targets {
@@ -193,6 +186,17 @@ func dashboardQueries(t *testing.T, vars map[string]string) []query {
 		qs = append(qs, query{where: dashboardFile + " variable " + v.Name, expr: subst(fmt.Sprintf("count by (%s) (%s)", m[2], m[1]))})
 	}
 	return qs
+}
+
+// substVars replaces Grafana's interval variables in expr by 5m and the
+// variables of vars ($name and ${name}); others are left as they are.
+func substVars(expr string, vars map[string]string) string {
+	expr = grafanaBuiltins.ReplaceAllString(expr, "5m")
+	for name, value := range vars {
+		expr = strings.ReplaceAll(expr, "${"+name+"}", value)
+		expr = regexp.MustCompile(`\$`+name+`\b`).ReplaceAllString(expr, value)
+	}
+	return expr
 }
 
 // adapterRule is one Prometheus Adapter custom-metrics rule.
@@ -269,12 +273,19 @@ func (r adapterRule) render(t *testing.T, namespace, pod string) string {
 	return b.String()
 }
 
-// adapterQueries returns the adapter rule's queries, rendered.
+// adapterQueries returns the queries of the adapter rules (the proxy's
+// held calls, the PingSource adapter's held sends), rendered.
 func adapterQueries(t *testing.T) []query {
 	t.Helper()
-	r := loadAdapterRule(t, "kn_forward_active_requests")
-	return []query{
-		{where: adapterFile + " seriesQuery", expr: r.SeriesQuery},
-		{where: adapterFile + " metricsQuery", expr: r.render(t, targetNamespace, targetPod)},
+	var qs []query
+	for _, tc := range []struct{ metric, namespace, pod string }{
+		{metric: "kn_forward_active_requests", namespace: targetNamespace, pod: targetPod},
+		{metric: "kn_forward_mtping_inflight_sends", namespace: mtpingNamespace, pod: mtpingPod},
+	} {
+		r := loadAdapterRule(t, tc.metric)
+		qs = append(qs,
+			query{where: adapterFile + " " + tc.metric + " seriesQuery", expr: r.SeriesQuery},
+			query{where: adapterFile + " " + tc.metric + " metricsQuery", expr: r.render(t, tc.namespace, tc.pod)})
 	}
+	return qs
 }

@@ -17,6 +17,9 @@ limitations under the License.
 package monitoring
 
 import (
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +73,49 @@ type podMonitor struct {
 	} `json:"spec"`
 }
 
+// loadScrapeJobs returns the jobs of scrape-config.yaml by name.
+func loadScrapeJobs(t *testing.T) map[string]promScrapeJob {
+	t.Helper()
+	var plain struct {
+		ScrapeConfigs []promScrapeJob `yaml:"scrape_configs"`
+	}
+	if err := yamlv2.UnmarshalStrict(readRepoFile(t, scrapeConfigFile), &plain); err != nil {
+		t.Fatalf("%s: %v", scrapeConfigFile, err)
+	}
+	jobs := map[string]promScrapeJob{}
+	for _, j := range plain.ScrapeConfigs {
+		if _, dup := jobs[j.JobName]; dup {
+			t.Fatalf("%s: job %s twice", scrapeConfigFile, j.JobName)
+		}
+		jobs[j.JobName] = j
+	}
+	return jobs
+}
+
+// yamlDocSep separates the documents of a YAML stream.
+var yamlDocSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+// loadPodMonitors returns the PodMonitors of podmonitor.yaml (one per
+// document) by name.
+func loadPodMonitors(t *testing.T) map[string]podMonitor {
+	t.Helper()
+	monitors := map[string]podMonitor{}
+	for _, doc := range yamlDocSep.Split(string(readRepoFile(t, podMonitorFile)), -1) {
+		var pm podMonitor
+		if err := yaml.UnmarshalStrict([]byte(doc), &pm); err != nil {
+			t.Fatalf("%s: %v", podMonitorFile, err)
+		}
+		if pm.Kind != "PodMonitor" {
+			t.Fatalf("%s: a document of kind %q", podMonitorFile, pm.Kind)
+		}
+		if _, dup := monitors[pm.Metadata.Name]; dup {
+			t.Fatalf("%s: PodMonitor %s twice", podMonitorFile, pm.Metadata.Name)
+		}
+		monitors[pm.Metadata.Name] = pm
+	}
+	return monitors
+}
+
 // relabelings converts a PodMonitor's relabelings (camelCase, as the
 // Operator reads them) into Prometheus relabel configs, with their
 // defaults and validation.
@@ -118,20 +164,16 @@ func knativeTarget(service, container, port, address string) labels.Labels {
 // the scrape job keeps only the proxy's user container, and names the
 // target's namespace and pod as Kubernetes does.
 func TestScrapeConfigs(t *testing.T) {
-	var plain struct {
-		ScrapeConfigs []promScrapeJob `yaml:"scrape_configs"`
+	jobs, monitors := loadScrapeJobs(t), loadPodMonitors(t)
+	// Each job and PodMonitor has its test: this one, or the adapter's.
+	want := []string{scrapeJob, mtpingScrapeJob}
+	if got := slices.Sorted(maps.Keys(jobs)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("%s: jobs %v, want %v", scrapeConfigFile, got, want)
 	}
-	if err := yamlv2.UnmarshalStrict(readRepoFile(t, scrapeConfigFile), &plain); err != nil {
-		t.Fatalf("%s: %v", scrapeConfigFile, err)
+	if got := slices.Sorted(maps.Keys(monitors)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("%s: PodMonitors %v, want %v", podMonitorFile, got, want)
 	}
-	if len(plain.ScrapeConfigs) != 1 {
-		t.Fatalf("%s: %d jobs, want 1", scrapeConfigFile, len(plain.ScrapeConfigs))
-	}
-	job := plain.ScrapeConfigs[0]
-	var pm podMonitor
-	if err := yaml.UnmarshalStrict(readRepoFile(t, podMonitorFile), &pm); err != nil {
-		t.Fatalf("%s: %v", podMonitorFile, err)
-	}
+	job, pm := jobs[scrapeJob], monitors[scrapeJob]
 	if len(pm.Spec.PodMetricsEndpoints) != 1 {
 		t.Fatalf("%s: %d endpoints, want 1", podMonitorFile, len(pm.Spec.PodMetricsEndpoints))
 	}
