@@ -100,6 +100,14 @@ type SenderParams struct {
 	// none: HTTP/1.1 to every plain-http sink, as upstream's adapter sends.
 	// https sinks negotiate h2 or HTTP/1.1 with ALPN either way.
 	SinkH2CHosts []string
+	// TrustRoots, when set, are the roots https sinks verify against as
+	// each connection opens: the system roots plus eventing's trust
+	// bundles (delivery.WatchTrustBundles), and a Target's CACerts on top.
+	// A sink whose CACerts are all in those bundles may then go through
+	// the proxy, which loads the same bundles; any other sink with CACerts
+	// goes direct. If nil, the system roots, and every sink with CACerts
+	// goes direct.
+	TrustRoots *delivery.TrustRoots
 	// Timeout bounds one call to a sink: a direct attempt, or the call the
 	// proxy makes (sent as Kn-Forward-Timeout). If zero, 10 minutes.
 	Timeout time.Duration
@@ -204,7 +212,7 @@ var ErrUndelivered = errors.New("event not delivered")
 // NewSender returns a Sender with its shared pools.
 func NewSender(p SenderParams) *Sender {
 	p.defaults()
-	s := &Sender{p: p, pools: newPools(p.Transport, p.SinkH2CHosts, p.TracerProvider)}
+	s := &Sender{p: p, pools: newPools(p.Transport, p.TrustRoots, p.SinkH2CHosts, p.TracerProvider)}
 	if p.Tokens != nil {
 		if c, ok := p.Tokens.(*CachedTokens); ok {
 			s.tokens = c
@@ -276,7 +284,7 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 		return res, err
 	}
 	route, proxyURL := s.router.Decide()
-	if route == RouteProxy && t.CACerts != "" {
+	if route == RouteProxy && t.CACerts != "" && !s.proxyTrusts(t.CACerts) {
 		route = RouteDirect
 	}
 	if route == RouteProxy {
@@ -339,6 +347,13 @@ func (s *Sender) logUndelivered(t Target, e *event.Event, res *Result, err error
 // at shutdown only: between ticks the pools are what make the next tick
 // cheap.
 func (s *Sender) CloseIdleConnections() { s.pools.closeIdle() }
+
+// proxyTrusts reports whether the proxy may reach a sink signed by
+// caCerts: they are all in the trust bundles this Sender loads, which the
+// proxy loads too.
+func (s *Sender) proxyTrusts(caCerts string) bool {
+	return s.p.TrustRoots != nil && s.p.TrustRoots.Covers(caCerts)
+}
 
 // proxyDown reports whether the proxy is being bypassed after it could not
 // be reached.

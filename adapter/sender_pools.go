@@ -18,9 +18,7 @@ package adapter
 
 import (
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -37,9 +35,11 @@ const maxCABundles = 256
 
 // pools are the Sender's connection pools, shared by every source and
 // every tick: one pair of transports (HTTP/1.1 and h2c) for sinks the
-// system roots verify and for the proxy, plus one per distinct CA bundle.
+// system roots (and trust bundles) verify and for the proxy, plus one per
+// distinct CA bundle.
 type pools struct {
 	params   delivery.TransportParams
+	trust    *delivery.TrustRoots
 	h2cHosts []string // the sinks spoken to over h2c (SenderParams.SinkH2CHosts)
 	tp       trace.TracerProvider
 	base     *delivery.Transports
@@ -51,10 +51,14 @@ type pools struct {
 	caTr []*delivery.Transports
 }
 
-func newPools(p delivery.TransportParams, h2cHosts []string, tp trace.TracerProvider) *pools {
+func newPools(p delivery.TransportParams, trust *delivery.TrustRoots, h2cHosts []string, tp trace.TracerProvider) *pools {
+	if trust == nil {
+		trust = delivery.NewTrustRoots()
+	}
+	p.Roots = trust
 	base := delivery.NewTransports(p)
 	return &pools{
-		params: p, h2cHosts: h2cHosts, tp: tp, base: base,
+		params: p, trust: trust, h2cHosts: h2cHosts, tp: tp, base: base,
 		rt1:  delivery.TraceTransport(base.HTTP1, tp, nil),
 		rt2c: delivery.TraceTransport(base.H2C, tp, nil),
 		byCA: map[[32]byte]http.RoundTripper{},
@@ -71,7 +75,7 @@ func (p *pools) forProxy(u *url.URL) http.RoundTripper {
 }
 
 // forSink returns the round tripper to a sink: for https, one that trusts
-// caCerts on top of the system roots; for http, h2c when the sink's host
+// caCerts on top of the trust roots; for http, h2c when the sink's host
 // is one of h2cHosts and HTTP/1.1 otherwise.
 func (p *pools) forSink(u *url.URL, caCerts string) (http.RoundTripper, error) {
 	switch {
@@ -92,27 +96,20 @@ func (p *pools) withCA(caCerts string) (http.RoundTripper, error) {
 	if rt, ok := p.byCA[key]; ok {
 		return rt, nil
 	}
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
-		roots = x509.NewCertPool()
+	roots, err := p.trust.With(caCerts)
+	if err != nil {
+		return nil, fmt.Errorf("the sink's CA certificates: %w", err)
 	}
-	if !roots.AppendCertsFromPEM([]byte(caCerts)) {
-		return nil, errors.New("the sink's CA certificates hold no PEM certificate")
-	}
+	params := p.params
+	params.Roots = roots
 	if len(p.byCA) >= maxCABundles {
 		for _, t := range p.caTr {
 			t.CloseIdleConnections()
+			t.TLS.Close() // stops following the trust roots
 		}
 		clear(p.byCA)
 		p.caTr = nil
 	}
-	params := p.params
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if params.TLSConfig != nil {
-		tlsConfig = params.TLSConfig.Clone()
-	}
-	tlsConfig.RootCAs = roots
-	params.TLSConfig = tlsConfig
 	t := delivery.NewTransports(params)
 	rt := delivery.TraceTransport(t.HTTP1, p.tp, nil)
 	p.byCA[key] = rt

@@ -135,6 +135,19 @@ func (r *reader) url(name, def string) string {
 	return v
 }
 
+// namespace reads one Kubernetes namespace name; empty is allowed.
+func (r *reader) namespace(name, def string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	if v != "" && !ValidNamespace(v) {
+		r.fail(name, v, "want a namespace name")
+		return def
+	}
+	return v
+}
+
 // namespaces reads a list of Kubernetes namespace names.
 func (r *reader) namespaces(name string, def []string) []string {
 	v, ok := r.get(name)

@@ -191,6 +191,13 @@ type Proxy struct {
 	// (FORWARD_AUTH_TRUSTED_NAMESPACES); if unset, knative-eventing. Other
 	// callers reach their own namespace only.
 	TrustedNamespaces []string
+	// TrustBundlesNamespace is where the proxy watches eventing's trust
+	// bundles, ConfigMaps labelled networking.knative.dev/trust-bundle:
+	// "true", and trusts their CA certificates for https destinations on
+	// top of the system roots (FORWARD_TRUST_BUNDLES_NAMESPACE); if unset
+	// or empty, only the system roots. It needs get, list and watch on
+	// configmaps there.
+	TrustBundlesNamespace string
 
 	// TraceExporter is none or otlp (FORWARD_TRACE_EXPORTER); if unset,
 	// none. otlp sends spans over OTLP/HTTP to the endpoint the standard
@@ -288,6 +295,7 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		OIDCIssuer:             r.url("FORWARD_OIDC_ISSUER", "https://kubernetes.default.svc.cluster.local"),
 		OIDCAudience:           r.str("FORWARD_OIDC_AUDIENCE", "event-forwarding-proxy"),
 		TrustedNamespaces:      r.namespaces("FORWARD_AUTH_TRUSTED_NAMESPACES", []string{"knative-eventing"}),
+		TrustBundlesNamespace:  r.namespace("FORWARD_TRUST_BUNDLES_NAMESPACE", ""),
 		TraceExporter:          r.oneOf("FORWARD_TRACE_EXPORTER", "none", "otlp"),
 		TraceSamplingRatio:     r.ratio("FORWARD_TRACE_SAMPLING_RATIO", 1),
 		LogLevel:               r.oneOf("FORWARD_LOG_LEVEL", "info", "debug", "warn", "error"),

@@ -48,6 +48,11 @@ type TransportParams struct {
 	TLSHandshakeTimeout time.Duration
 	// TLSConfig is used for https destinations. If nil, the system roots.
 	TLSConfig *tls.Config
+	// Roots, when set, are the roots each new TLS connection verifies
+	// against (a *TrustRoots, or TrustRoots.With), in place of TLSConfig's
+	// RootCAs: trust that changes without a restart. After a change, no
+	// new call uses a connection verified before it.
+	Roots Roots
 	// HTTP2 tunes HTTP/2: h2 over TLS, and for h2c the receive windows
 	// and the ping health check (MaxReceiveBufferPerStream and
 	// PerConnection, SendPingTimeout, PingTimeout). If nil, Go's defaults
@@ -87,7 +92,7 @@ type Transports struct {
 	// Plain speaks HTTP/1.1 to http:// destinations.
 	Plain *http1.Transport
 	// TLS negotiates h2 or HTTP/1.1 with https:// destinations.
-	TLS *http.Transport
+	TLS *TLSPool
 	// H2C speaks HTTP/2 with prior knowledge to http:// destinations.
 	H2C *h2c.Transport
 }
@@ -122,10 +127,19 @@ func NewTransports(p TransportParams) *Transports {
 		IdleConnTimeout:        orDefault(p.IdleConnTimeout, 5*time.Minute),
 		MaxResponseHeaderBytes: orDefault(p.MaxResponseHeaderBytes, 64<<10),
 	}
-	tls := base()
-	tls.Protocols = new(http.Protocols)
-	tls.Protocols.SetHTTP1(true)
-	tls.Protocols.SetHTTP2(true)
+	tls := newTLSPool(func() *http.Transport {
+		t := base()
+		t.Protocols = new(http.Protocols)
+		t.Protocols.SetHTTP1(true)
+		t.Protocols.SetHTTP2(true)
+		if p.Roots != nil {
+			t.DialTLSContext = dialTLSWithRoots(dial, p.TLSConfig, p.Roots.Pool, t.TLSHandshakeTimeout)
+		}
+		return t
+	})
+	if p.Roots != nil {
+		tls.stopRenewing = p.Roots.OnChange(tls.renew)
+	}
 
 	h2 := &h2c.Transport{
 		Dial:                   dial,
@@ -182,7 +196,7 @@ func (t *Transports) CloseIdleConnections() {
 // bySchemeTransport sends http:// requests through plain, others through tls.
 type bySchemeTransport struct {
 	plain *http1.Transport
-	tls   *http.Transport
+	tls   *TLSPool
 }
 
 func (t bySchemeTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -153,12 +153,12 @@ func TestNewTransportsSettings(t *testing.T) {
 				t.Errorf("Plain settings (-want +got):\n%s", diff)
 			}
 			tls := settings{
-				MaxIdleConnsPerHost:    trs.TLS.MaxIdleConnsPerHost,
-				IdleConnTimeout:        trs.TLS.IdleConnTimeout,
-				TLSHandshakeTimeout:    trs.TLS.TLSHandshakeTimeout,
-				MaxResponseHeaderBytes: trs.TLS.MaxResponseHeaderBytes,
-				DisableCompression:     trs.TLS.DisableCompression,
-				HasProxy:               trs.TLS.Proxy != nil,
+				MaxIdleConnsPerHost:    trs.TLS.Transport().MaxIdleConnsPerHost,
+				IdleConnTimeout:        trs.TLS.Transport().IdleConnTimeout,
+				TLSHandshakeTimeout:    trs.TLS.Transport().TLSHandshakeTimeout,
+				MaxResponseHeaderBytes: trs.TLS.Transport().MaxResponseHeaderBytes,
+				DisableCompression:     trs.TLS.Transport().DisableCompression,
+				HasProxy:               trs.TLS.Transport().Proxy != nil,
 			}
 			if diff := cmp.Diff(tt.want, tls); diff != "" {
 				t.Errorf("TLS settings (-want +got):\n%s", diff)
@@ -370,10 +370,10 @@ func TestTransportsIgnoreEnvironmentProxy(t *testing.T) {
 		p.Dial = dial
 		return p
 	}}, {"tls", func() http.RoundTripper {
-		if trs.TLS.Proxy != nil {
+		if trs.TLS.Transport().Proxy != nil {
 			t.Error("TLS: Proxy is set, want nil")
 		}
-		tr := trs.TLS.Clone()
+		tr := trs.TLS.Transport().Clone()
 		tr.DialContext = dial
 		return tr
 	}}, {"h2c", func() http.RoundTripper {

@@ -93,7 +93,7 @@ func clusterDNS(t *testing.T, addr string) *delivery.Transports {
 		}
 		return d.DialContext(ctx, network, a)
 	}
-	trs.Plain.Dial, trs.TLS.DialContext, trs.H2C.Dial = dial, dial, dial
+	trs.Plain.Dial, trs.TLS.Transport().DialContext, trs.H2C.Dial = dial, dial, dial
 	t.Cleanup(trs.CloseIdleConnections)
 	return trs
 }

@@ -95,7 +95,7 @@ func FuzzDestinationPolicy(f *testing.F) {
 	policy := &delivery.Policy{Allowed: cfg.AllowedCIDRs, Denied: cfg.DeniedCIDRs}
 	rec := &dialRecorder{}
 	trs := delivery.NewTransports(TransportParams(cfg, policy))
-	trs.Plain.Dial, trs.TLS.DialContext, trs.H2C.Dial = rec.dial, rec.dial, rec.dial
+	trs.Plain.Dial, trs.TLS.Transport().DialContext, trs.H2C.Dial = rec.dial, rec.dial, rec.dial
 	p := New(cfg, zap.NewNop().Sugar(), WithTransports(trs))
 
 	f.Fuzz(func(t *testing.T, raw string, async bool) {

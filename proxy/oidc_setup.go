@@ -61,20 +61,12 @@ func NewKubernetesAuthenticator(ctx context.Context, cfg *config.Proxy) (*OIDCAu
 // kubernetesHTTPClient returns an HTTP client that trusts the API server
 // and presents this process's credentials to it.
 func kubernetesHTTPClient() (*http.Client, error) {
-	var (
-		rc  *rest.Config
-		err error
-	)
-	switch {
-	case os.Getenv("KUBECONFIG") != "":
-		rc, err = clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
-	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		rc, err = rest.InClusterConfig()
-	default:
-		return &http.Client{Timeout: 10 * time.Second}, nil
-	}
+	rc, err := kubernetesRESTConfig()
 	if err != nil {
 		return nil, err
+	}
+	if rc == nil {
+		return &http.Client{Timeout: 10 * time.Second}, nil
 	}
 	c, err := rest.HTTPClientFor(rc)
 	if err != nil {
@@ -82,4 +74,17 @@ func kubernetesHTTPClient() (*http.Client, error) {
 	}
 	c.Timeout = 10 * time.Second
 	return c, nil
+}
+
+// kubernetesRESTConfig is KUBECONFIG when set, the pod's service account
+// in a cluster, and nil elsewhere.
+func kubernetesRESTConfig() (*rest.Config, error) {
+	switch {
+	case os.Getenv("KUBECONFIG") != "":
+		return clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	case os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		return rest.InClusterConfig()
+	default:
+		return nil, nil
+	}
 }

@@ -55,6 +55,15 @@ type options struct {
 	meterProvider  metric.MeterProvider
 	authenticator  Authenticator
 	tracerProvider trace.TracerProvider
+	trustRoots     *delivery.TrustRoots
+}
+
+// WithTrustRoots makes https destinations verify against r (the system
+// roots and eventing's trust bundles, see WatchTrustBundles) as it is when
+// each connection opens. If unset, the system roots. Ignored with
+// WithTransports.
+func WithTrustRoots(r *delivery.TrustRoots) Option {
+	return func(o *options) { o.trustRoots = r }
 }
 
 // WithAuthenticator makes every caller authenticate with a bearer token
@@ -101,7 +110,11 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	}
 	policy := DestinationPolicy(cfg)
 	if o.transports == nil {
-		o.transports = delivery.NewTransports(TransportParams(cfg, policy))
+		tp := TransportParams(cfg, policy)
+		if o.trustRoots != nil {
+			tp.Roots = o.trustRoots
+		}
+		o.transports = delivery.NewTransports(tp)
 	}
 	p := &Proxy{
 		Limiter: NewLimiter(LimiterParams{

@@ -46,6 +46,7 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
+	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
 )
 
@@ -121,6 +122,12 @@ func run() int {
 		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))
 	} else {
 		logger.Info("OIDC tokens off: no service account of the adapter's own (SERVICE_ACCOUNT_NAME)")
+	}
+	// Trust bundles before the sender: the first tick's https sinks need them.
+	sp.TrustRoots = delivery.NewTrustRoots()
+	if err := delivery.WatchTrustBundles(ctx, kc, env.SystemNamespace, sp.TrustRoots, logger); err != nil {
+		logger.Errorw("Cannot watch the trust bundles", zap.Error(err))
+		return 1
 	}
 	sender := adapter.NewSender(sp)
 	if err := kube.WatchForwarding(ctx, kc, env.SystemNamespace, sender, logger); err != nil {

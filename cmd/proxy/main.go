@@ -90,6 +90,14 @@ func run() int {
 		}
 		opts = append(opts, proxy.WithAuthenticator(a))
 	}
+	if cfg.TrustBundlesNamespace != "" {
+		roots, err := proxy.WatchTrustBundles(ctx, cfg, logger)
+		if err != nil {
+			logger.Errorw("Cannot load the trust bundles", "namespace", cfg.TrustBundlesNamespace, "error", err)
+			return 1
+		}
+		opts = append(opts, proxy.WithTrustRoots(roots))
+	}
 	p := proxy.New(cfg, logger, opts...)
 	srv := p.Server(cfg, logger)
 	msrv := telemetry.NewMetricsServer(cfg.MetricsPort, reg)

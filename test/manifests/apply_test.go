@@ -166,7 +166,9 @@ func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface) 
 		{name: "proxy reads OIDC discovery", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/.well-known/openid-configuration"}, allowed: true},
 		{name: "proxy reads the JWKS", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/openid/v1/jwks"}, allowed: true},
 		{name: "proxy reads no pingsources", user: proxy, res: res("list", "sources.knative.dev", "pingsources", "", "")},
-		{name: "proxy reads no configmaps", user: proxy, res: res("get", "", "configmaps", "", "knative-eventing")},
+		{name: "proxy watches the trust bundles", user: proxy, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
+		{name: "proxy reads no tenant's configmaps", user: proxy, res: res("list", "", "configmaps", "", "tenant")},
+		{name: "proxy writes no configmaps", user: proxy, res: res("update", "", "configmaps", "", "knative-eventing")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,6 +108,7 @@ func (c *cluster) setForwarding(t testing.TB, proxyURL, threshold string) {
 // status; the zero value is Ready without OIDC.
 type sourceStatus struct {
 	audience, account string
+	caCerts           string // status.sinkCACerts, PEM
 	notReady          bool
 }
 
@@ -135,6 +136,9 @@ func (c *cluster) createSource(t *testing.T, ns, name string, spec sourcesv1.Pin
 	}
 	if st.account != "" {
 		src.Status.Auth = &duckv1.AuthStatus{ServiceAccountName: &st.account}
+	}
+	if st.caCerts != "" {
+		src.Status.SinkCACerts = &st.caCerts
 	}
 	if _, err := c.ping.SourcesV1().PingSources(ns).UpdateStatus(c.ctx, src, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -167,12 +167,13 @@ func start(t testing.TB, name, bin string, port int, readyPath string, env ...st
 	return p
 }
 
-// startProxy runs the proxy with loopback destinations allowed.
-func startProxy(t *testing.T) *proc {
+// startProxy runs the proxy with loopback destinations allowed, and env
+// added.
+func startProxy(t *testing.T, env ...string) *proc {
 	t.Helper()
 	port := freePort(t)
-	p := start(t, "proxy", bins.proxy, port, "/healthz",
-		"PORT="+strconv.Itoa(port), "METRICS_PORT="+strconv.Itoa(freePort(t)), "FORWARD_ALLOWED_CIDRS=127.0.0.0/8")
+	p := start(t, "proxy", bins.proxy, port, "/healthz", append([]string{
+		"PORT=" + strconv.Itoa(port), "METRICS_PORT=" + strconv.Itoa(freePort(t)), "FORWARD_ALLOWED_CIDRS=127.0.0.0/8"}, env...)...)
 	p.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 	return p
 }

@@ -19,8 +19,11 @@ limitations under the License.
 package mtping
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"log"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -52,9 +55,17 @@ type sink struct {
 	events map[string][]received
 }
 
-func newSink(t *testing.T) *sink {
+func newSink(t *testing.T) *sink { return startSink(t, nil) }
+
+// newTLSSink is a sink served over TLS (h2 or HTTP/1.1) with cert.
+func newTLSSink(t *testing.T, cert tls.Certificate) *sink {
+	return startSink(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+}
+
+// startSink starts a sink, over TLS with tlsConfig when it is set.
+func startSink(t *testing.T, tlsConfig *tls.Config) *sink {
 	s := &sink{events: map[string][]received{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			// The sender sends events and nothing else (no "PRI *"
 			// preface to learn the sink's protocol).
@@ -74,6 +85,15 @@ func newSink(t *testing.T) *sink {
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
+	if tlsConfig != nil {
+		s.EnableHTTP2 = true
+		s.TLS = tlsConfig
+		// The handshakes refused on purpose would flood the log.
+		s.Config.ErrorLog = log.New(io.Discard, "", 0)
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
