@@ -44,6 +44,25 @@ func (r Route) String() string {
 	return "direct"
 }
 
+// RouteChange is the route a Router has taken and why, as
+// SenderParams.OnRouteChange receives it: at start, at every switch, and
+// when the reason changes while the route stays (a proxy configured, the
+// sources still under the threshold).
+type RouteChange struct {
+	// Seq numbers the reports: 0 at start, one more for each later one.
+	// Two that race may arrive out of order; the higher Seq is the route
+	// in effect.
+	Seq uint64
+	// Route is the route from now on.
+	Route Route
+	// Reason says why, as the switch's log line does.
+	Reason string
+	// DirectSources is the number of sources the adapter serves directly.
+	DirectSources int
+	// DirectInflight and ProxyInflight are the sends in flight by route.
+	DirectInflight, ProxyInflight int64
+}
+
 // Router decides the route of each send from the forwarding configuration,
 // the number of direct sources the adapter serves and the direct sends it
 // holds in flight. It forwards through the proxy while either is over its
@@ -59,8 +78,9 @@ func (r Route) String() string {
 //     alone would switch it back at once.
 //
 // No proxy URL never forwards. Each change of route is logged with its
-// reason. The zero value routes everything direct and logs nothing. It is
-// safe for concurrent use.
+// reason; it and each change of reason are reported to onChange outside
+// the lock. The zero value routes everything direct and logs nothing. It
+// is safe for concurrent use.
 type Router struct {
 	// inflight counts the sends in flight by route; the Sender keeps it.
 	inflight [2]atomic.Int64
@@ -72,41 +92,73 @@ type Router struct {
 	byLoad    bool      // the direct sends in flight were over theirs
 	overAt    time.Time // when a Decide last saw them over it
 	route     Route
+	reports   uint64             // RouteChange.Seq of the last report
+	reported  string             // its reason
 	now       func() time.Time   // nil: time.Now
 	logger    *zap.SugaredLogger // nil: switches are not logged
+	// onChange is set once, before the Router is shared (notifyOn); nil:
+	// switches are not reported.
+	onChange func(RouteChange)
+}
+
+// notifyOn makes f receive every switch, and calls it now with the route
+// at start. Call it before the Router is shared.
+func (r *Router) notifyOn(f func(RouteChange)) {
+	if f == nil {
+		return
+	}
+	r.onChange = f
+	r.mu.Lock()
+	c := r.change()
+	r.reported = c.Reason
+	r.mu.Unlock()
+	f(c)
+}
+
+// notify hands a switch that settle returned to onChange; called without
+// r.mu, so that a slow hook never holds up a Decide.
+func (r *Router) notify(c *RouteChange) {
+	if c != nil {
+		r.onChange(*c)
+	}
 }
 
 // SetConfig applies a new forwarding configuration; the next Decide sees it.
 func (r *Router) SetConfig(c config.Forwarding) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.cfg = c
 	if c.ProxyURL == nil || c.InflightThreshold <= 0 {
 		r.byLoad = false
 	}
 	r.updateSources()
-	r.settle()
+	switched := r.settle()
+	r.mu.Unlock()
+	r.notify(switched)
 }
 
 // SetDirectSources records how many sources the adapter serves directly.
 func (r *Router) SetDirectSources(n int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.sources = max(n, 0)
 	r.updateSources()
-	r.settle()
+	switched := r.settle()
+	r.mu.Unlock()
+	r.notify(switched)
 }
 
 // Decide returns the route of the next send and, for RouteProxy, the
 // proxy's URL (shared: do not modify it).
 func (r *Router) Decide() (Route, *url.URL) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var switched *RouteChange
 	if r.cfg.ProxyURL != nil && r.cfg.InflightThreshold > 0 {
-		r.updateLoad()
+		switched = r.updateLoad()
 	}
-	if r.route == RouteProxy {
-		return RouteProxy, r.cfg.ProxyURL
+	route, proxyURL := r.route, r.cfg.ProxyURL
+	r.mu.Unlock()
+	r.notify(switched)
+	if route == RouteProxy {
+		return RouteProxy, proxyURL
 	}
 	return RouteDirect, nil
 }
@@ -139,40 +191,60 @@ func (r *Router) updateSources() {
 	}
 }
 
-// updateLoad recomputes byLoad from the direct sends in flight; called
-// with r.mu held, with a proxy and an in-flight threshold set.
-func (r *Router) updateLoad() {
+// updateLoad recomputes byLoad from the direct sends in flight, and
+// returns what settle does; called with r.mu held, with a proxy and an
+// in-flight threshold set.
+func (r *Router) updateLoad() *RouteChange {
 	n, t := r.inflight[RouteDirect].Load(), int64(r.cfg.InflightThreshold)
 	switch {
 	case n > t:
 		r.overAt, r.byLoad = r.clock(), true
 	case !r.byLoad:
-		return
+		return nil
 	case n*2 <= t && r.clock().Sub(r.overAt) >= r.cfg.InflightHold:
 		r.byLoad = false
 	default:
-		return
+		return nil
 	}
-	r.settle()
+	return r.settle()
 }
 
 // settle sets the route from bySources and byLoad and logs a change;
-// called with r.mu held.
-func (r *Router) settle() {
+// called with r.mu held. It returns the report for notify, or nil when
+// neither the route nor its reason changed, or nobody is to be told.
+func (r *Router) settle() *RouteChange {
 	route := RouteDirect
 	if r.cfg.ProxyURL != nil && (r.bySources || r.byLoad) {
 		route = RouteProxy
 	}
-	if route == r.route {
-		return
+	switched := route != r.route
+	if switched {
+		r.route = route
+		r.logSwitch()
 	}
-	r.route = route
+	if r.onChange == nil || (!switched && r.reason() == r.reported) {
+		return nil
+	}
+	r.reports++
+	c := r.change()
+	r.reported = c.Reason
+	return &c
+}
+
+// change describes the route in effect; called with r.mu held.
+func (r *Router) change() RouteChange {
+	return RouteChange{Seq: r.reports, Route: r.route, Reason: r.reason(), DirectSources: r.sources,
+		DirectInflight: r.inflight[RouteDirect].Load(), ProxyInflight: r.inflight[RouteProxy].Load()}
+}
+
+// logSwitch logs the route just taken; called with r.mu held.
+func (r *Router) logSwitch() {
 	if r.logger == nil {
 		return
 	}
 	fields := []any{zap.String("reason", r.reason()), zap.Int("sources", r.sources), zap.Int("threshold", r.cfg.Threshold),
 		zap.Int64("direct_inflight", r.inflight[RouteDirect].Load()), zap.Int("inflight_threshold", r.cfg.InflightThreshold)}
-	if route == RouteProxy {
+	if r.route == RouteProxy {
 		r.logger.Infow("Forwarding through the event-forwarding proxy", append(fields, zap.String("proxy", r.cfg.ProxyURL.Redacted()))...)
 	} else {
 		r.logger.Infow("Sending directly to the sinks", fields...)

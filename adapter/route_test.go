@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -211,5 +212,58 @@ func TestRouteString(t *testing.T) {
 				t.Errorf("String() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRouterReportsSwitches: the hook gets the route at start, each switch
+// and each change of reason once, with the counts, never with the lock
+// held.
+func TestRouterReportsSwitches(t *testing.T) {
+	proxyURL, _ := url.Parse("http://proxy.knative-eventing.svc.cluster.local")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &Router{now: func() time.Time { return now }}
+	var got []RouteChange
+	r.notifyOn(func(c RouteChange) {
+		if !r.mu.TryLock() {
+			t.Errorf("switch %d reported with the Router's lock held", c.Seq)
+		} else {
+			r.mu.Unlock()
+		}
+		got = append(got, c)
+	})
+	r.SetConfig(config.Forwarding{ProxyURL: proxyURL, Threshold: 2}) // still direct, another reason
+	r.SetConfig(config.Forwarding{ProxyURL: proxyURL, Threshold: 2}) // the same: no report
+	r.SetDirectSources(3)
+	r.SetDirectSources(2) // inside the band: no switch
+	r.inflight[RouteDirect].Store(7)
+	r.inflight[RouteProxy].Store(4)
+	r.SetDirectSources(1)
+	r.SetConfig(config.Forwarding{ProxyURL: proxyURL, Threshold: 2, InflightThreshold: 5, InflightHold: time.Minute})
+	r.Decide() // 7 direct sends in flight, over 5
+	r.Decide() // still over: no switch
+
+	want := []RouteChange{
+		{Seq: 0, Route: RouteDirect, Reason: "no proxy configured"},
+		{Seq: 1, Route: RouteDirect, Reason: "sources and direct sends in flight under their thresholds"},
+		{Seq: 2, Route: RouteProxy, Reason: "sources over the threshold", DirectSources: 3},
+		{Seq: 3, Route: RouteDirect, Reason: "sources and direct sends in flight under their thresholds", DirectSources: 1, DirectInflight: 7, ProxyInflight: 4},
+		{Seq: 4, Route: RouteProxy, Reason: "direct sends in flight over the in-flight threshold", DirectSources: 1, DirectInflight: 7, ProxyInflight: 4},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reported changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestSenderReportsRoute: NewSender reports the route at start, and a
+// configuration that forwards is a switch.
+func TestSenderReportsRoute(t *testing.T) {
+	proxyURL, _ := url.Parse("http://proxy.knative-eventing.svc.cluster.local")
+	var got []Route
+	s := NewSender(SenderParams{OnRouteChange: func(c RouteChange) { got = append(got, c.Route) }})
+	defer s.CloseIdleConnections()
+	s.SetForwarding(config.Forwarding{ProxyURL: proxyURL, Threshold: 0})
+	s.SetForwarding(config.Forwarding{ProxyURL: proxyURL, Threshold: 0}) // the same: no switch
+	if diff := cmp.Diff([]Route{RouteDirect, RouteProxy}, got); diff != "" {
+		t.Errorf("routes reported (-want +got):\n%s", diff)
 	}
 }

@@ -150,6 +150,14 @@ type SenderParams struct {
 
 	// Logger logs failed sends and fallbacks. If nil, nothing is logged.
 	Logger *zap.SugaredLogger
+	// OnRouteChange is told the route at start (from NewSender), after
+	// every switch and when its reason changes, without the Router's lock,
+	// from whichever goroutine made the change: a Send's among them, so it
+	// must return at once
+	// (kube.PodRoute.Publish only stores the change). Racing switches may
+	// reach it concurrently and out of order: RouteChange.Seq orders them.
+	// If nil, switches are only logged and counted.
+	OnRouteChange func(RouteChange)
 	// MeterProvider receives the kn_forward_sender_* metrics. If nil, none.
 	MeterProvider metric.MeterProvider
 	// TracerProvider, when set, makes every call a client span and carries
@@ -223,6 +231,7 @@ func NewSender(p SenderParams) *Sender {
 	s.backoff = delivery.Backoff{Retries: p.Retries, Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
 	s.router.logger, s.router.now = p.Logger, p.Now
 	s.metrics = newSenderMetrics(p.MeterProvider, &s.router)
+	s.router.notifyOn(p.OnRouteChange)
 	return s
 }
 

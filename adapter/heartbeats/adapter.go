@@ -18,6 +18,7 @@ package heartbeats
 
 import (
 	"context"
+	"os"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -32,6 +33,9 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 )
 
+// Component names the adapter: in its logs, metrics and Events.
+const Component = "heartbeats"
+
 // Env is the adapter's environment: upstream's adapter/v2 settings
 // (NAMESPACE, K_LOGGING_CONFIG, K_OBSERVABILITY_CONFIG, K_SINK_TIMEOUT...)
 // and its own.
@@ -44,6 +48,21 @@ type Env struct {
 	MaxInflightSends int `envconfig:"MAX_INFLIGHT_SENDS" default:"10000"`
 	// DrainTimeout bounds the wait for running sends at shutdown.
 	DrainTimeout time.Duration `envconfig:"DRAIN_TIMEOUT" default:"20s"`
+	// PodName is the adapter's own Pod, in NAMESPACE (or SystemNamespace),
+	// labelled with the route. If unset, the host name: a Pod's, in one.
+	PodName string `envconfig:"POD_NAME"`
+}
+
+// pod returns the namespace and name of the adapter's own Pod.
+func (e *Env) pod() (namespace, name string) {
+	namespace, name = e.Namespace, e.PodName
+	if namespace == "" {
+		namespace = e.SystemNamespace
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return namespace, name
 }
 
 // NewEnv is the adapter/v2 EnvConfigConstructor.
@@ -51,10 +70,11 @@ func NewEnv() adapterv2.EnvConfigAccessor { return &Env{} }
 
 // Adapter sends the heartbeats of every source.
 type Adapter struct {
-	env    *Env
-	logger *zap.SugaredLogger
-	sender *adapter.Sender
-	client cloudevents.Client
+	env      *Env
+	logger   *zap.SugaredLogger
+	sender   *adapter.Sender
+	podRoute *kube.PodRoute
+	client   cloudevents.Client
 }
 
 // NewAdapter is the adapter/v2 AdapterConstructor. It does not use the
@@ -74,6 +94,9 @@ func NewAdapter(ctx context.Context, env adapterv2.EnvConfigAccessor, built clou
 	if t := e.GetSinktimeout(); t > 0 {
 		params.Timeout = time.Duration(t) * time.Second
 	}
+	ns, pod := e.pod()
+	podRoute := kube.NewPodRoute(kube.PodRouteParams{Client: kubeclient.Get(ctx), Namespace: ns, Name: pod, Component: Component, Logger: logger})
+	params.OnRouteChange = podRoute.Publish
 	sender := adapter.NewSender(params)
 	cfg := adapterv2.GetClientConfig(ctx)
 	cfg.Options = append(cfg.Options, forwarding.Option(sender))
@@ -81,7 +104,7 @@ func NewAdapter(ctx context.Context, env adapterv2.EnvConfigAccessor, built clou
 	if err != nil {
 		logger.Fatalw("Building the CloudEvents client", zap.Error(err))
 	}
-	return &Adapter{env: e, logger: logger, sender: sender, client: client}
+	return &Adapter{env: e, logger: logger, sender: sender, podRoute: podRoute, client: client}
 }
 
 // Start serves every heartbeat source until ctx ends, then waits for the
@@ -91,6 +114,7 @@ func (a *Adapter) Start(ctx context.Context) error {
 	if err := kube.WatchForwarding(ctx, kc, a.env.SystemNamespace, a.sender, a.logger); err != nil {
 		return err
 	}
+	go a.podRoute.Run(ctx)
 	s := newScheduler(ctx, a.env.MaxInflightSends, a.send, a.sender.SetDirectSources, a.logger)
 	if err := watchSources(ctx, kc, s, a.logger); err != nil {
 		return err

@@ -43,14 +43,18 @@ func Example() { //nolint:testableexamples // compiled, not run: it needs a clus
 	}
 	kc := kubernetes.NewForConfigOrDie(restConfig)
 
+	// The route on the adapter's own Pod: a label and an Event per switch.
+	podRoute := kube.NewPodRoute(kube.PodRouteParams{Client: kc, Namespace: "knative-eventing", Name: os.Getenv("POD_NAME"), Logger: logger})
 	sender := adapter.NewSender(adapter.SenderParams{
 		Logger:        logger,
 		Tokens:        kube.NewTokenRequester(kc), // OIDC; nil without it
 		ProxyIdentity: adapter.ServiceAccount{Namespace: "knative-eventing", Name: "pingsource-mt-adapter"},
+		OnRouteChange: podRoute.Publish,
 	})
 	if err := kube.WatchForwarding(ctx, kc, config.SystemNamespace(os.LookupEnv), sender, logger); err != nil {
 		logger.Fatal(err)
 	}
+	go podRoute.Run(ctx)
 
 	var sources []*sourcesv1.PingSource // what the adapter serves
 	sender.SetDirectSources(len(sources))

@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Package kube connects the sender to a Kubernetes cluster: OIDC tokens
-// from the TokenRequest API and the live config-event-forwarding ConfigMap.
+// from the TokenRequest API, the live config-event-forwarding ConfigMap, and
+// the route shown on the adapter's own Pod.
 // It is kept apart from package delivery so that the proxy, which shares
 // delivery's transports, does not link the Kubernetes clientset.
 package kube

@@ -38,5 +38,5 @@ func main() {
 	if os.Getenv("HEALTH_PROBES") == "false" {
 		ctx = adapterv2.WithHealthProbesDisabled(ctx)
 	}
-	adapterv2.MainWithContext(ctx, "heartbeats", heartbeats.NewEnv, heartbeats.NewAdapter)
+	adapterv2.MainWithContext(ctx, heartbeats.Component, heartbeats.NewEnv, heartbeats.NewAdapter)
 }

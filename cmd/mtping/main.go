@@ -129,11 +129,16 @@ func run() int {
 		logger.Errorw("Cannot watch the trust bundles", zap.Error(err))
 		return 1
 	}
+	// The route on the adapter's own Pod (controller-set SYSTEM_NAMESPACE
+	// is its namespace), written from the first configuration on.
+	podRoute := kube.NewPodRoute(kube.PodRouteParams{Client: kc, Namespace: env.SystemNamespace, Name: env.PodName, Component: mtping.Component, Logger: logger})
+	sp.OnRouteChange = podRoute.Publish
 	sender := adapter.NewSender(sp)
 	if err := kube.WatchForwarding(ctx, kc, env.SystemNamespace, sender, logger); err != nil {
 		logger.Errorw("Cannot watch the forwarding configuration", zap.Error(err))
 		return 1
 	}
+	go podRoute.Run(ctx)
 	a, err := mtping.New(mtping.Params{
 		Sources: ec, Kube: kc, Sender: sender, Namespace: env.SystemNamespace, Identity: env.PodName,
 		DrainTimeout: env.DrainTimeout, Logger: logger, MeterProvider: mp,
