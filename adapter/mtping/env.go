@@ -28,6 +28,7 @@ import (
 
 	"knative.dev/eventing/pkg/observability"
 	"knative.dev/pkg/logging"
+	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/tracing"
 
 	"knative.dev/event-forwarding-proxy/config"
@@ -63,6 +64,12 @@ type Env struct {
 	// K_OBSERVABILITY_CONFIG, which upstream's controller writes from
 	// config-observability. If unset, nowhere.
 	Tracing tracing.Config
+	// Metrics is the metrics part of K_OBSERVABILITY_CONFIG. grpc and
+	// http/protobuf push the adapter's metrics to its endpoint as well;
+	// they are served in Prometheus text on METRICS_PORT whatever it says,
+	// since the kit and the adapter's HPA scrape them there. If unset, none
+	// pushed.
+	Metrics metrics.Config
 	// SinkTimeout bounds one call to a sink, in seconds (K_SINK_TIMEOUT, as
 	// upstream's controller sets it). If unset or -1, 10 minutes.
 	SinkTimeout time.Duration
@@ -130,12 +137,8 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		switch err := json.Unmarshal([]byte(v), &cfg); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: want the JSON object upstream's controller writes from config-observability: %w", err))
-		case cfg.Tracing.Protocol == "":
 		default:
-			if err := cfg.Tracing.Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: tracing: %w", err))
-			}
-			e.Tracing = cfg.Tracing
+			errs = append(errs, e.observability(cfg)...)
 		}
 	}
 	if v := get("K_SINK_TIMEOUT"); v != "" && v != "-1" {
@@ -162,6 +165,25 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		e.SinkH2CHosts = hosts
 	}
 	return e, errors.Join(errs...)
+}
+
+// observability takes the tracing and metrics parts of cfg, each when its
+// protocol is set, and returns what is wrong with them.
+func (e *Env) observability(cfg observability.Config) []error {
+	var errs []error
+	if cfg.Tracing.Protocol != "" {
+		if err := cfg.Tracing.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: tracing: %w", err))
+		}
+		e.Tracing = cfg.Tracing
+	}
+	if cfg.Metrics.Protocol != "" {
+		if err := cfg.Metrics.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("K_OBSERVABILITY_CONFIG: metrics: %w", err))
+		}
+		e.Metrics = cfg.Metrics
+	}
+	return errs
 }
 
 // ServiceAccountToken is where Kubernetes mounts a pod's token.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"knative.dev/pkg/logging"
+	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/tracing"
 )
 
@@ -55,9 +56,16 @@ func TestEnvFromLookup(t *testing.T) {
 		{name: "logging config not JSON", env: map[string]string{"K_LOGGING_CONFIG": "level=debug"}, wantErr: true},
 		{name: "upstream's observability config", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"grpc","endpoint":"otel.ns.svc:4317","samplingRate":0.1},"metrics":{"protocol":"prometheus"}}`},
 			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
-				Tracing: tracing.Config{Protocol: "grpc", Endpoint: "otel.ns.svc:4317", SamplingRate: 0.1}}},
+				Tracing: tracing.Config{Protocol: "grpc", Endpoint: "otel.ns.svc:4317", SamplingRate: 0.1}, Metrics: metrics.Config{Protocol: "prometheus"}}},
 		{name: "observability config without tracing", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"none"}}`},
-			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second}},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				Metrics: metrics.Config{Protocol: "none"}}},
+		{name: "metrics pushed over OTLP", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"http/protobuf","endpoint":"http://otel.ns.svc:4318/v1/metrics","exportInterval":5000000000}}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				Metrics: metrics.Config{Protocol: "http/protobuf", Endpoint: "http://otel.ns.svc:4318/v1/metrics", ExportInterval: 5 * time.Second}}},
+		{name: "metrics without an endpoint", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"grpc"}}`}, wantErr: true},
+		{name: "metrics of an unknown protocol", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"statsd","endpoint":"x"}}`}, wantErr: true},
+		{name: "metrics with a negative interval", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"metrics":{"protocol":"prometheus","exportInterval":-1}}`}, wantErr: true},
 		{name: "tracing without an endpoint", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"http/protobuf"}}`}, wantErr: true},
 		{name: "tracing of an unknown protocol", env: map[string]string{"K_OBSERVABILITY_CONFIG": `{"tracing":{"protocol":"zipkin","endpoint":"x"}}`}, wantErr: true},
 		{name: "observability config not JSON", env: map[string]string{"K_OBSERVABILITY_CONFIG": "tracing=on"}, wantErr: true},

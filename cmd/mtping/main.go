@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"knative.dev/eventing/pkg/client/clientset/versioned"
+	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/resource"
 	"knative.dev/pkg/observability/tracing"
 
@@ -93,10 +95,22 @@ func run() int {
 		return 1
 	}
 	reg := prometheus.NewRegistry()
-	mp, err := telemetry.NewPrometheusMeterProvider(reg)
+	mp, err := newMeterProvider(ctx, env, reg)
 	if err != nil {
 		logger.Errorw("Cannot set up metrics", zap.Error(err))
 		return 1
+	}
+	// Flushed last, with the drain's counts in.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := mp.Shutdown(sctx); err != nil {
+			logger.Warnw("Metrics not flushed at exit", zap.Error(err))
+		}
+	}()
+	if env.Metrics.Protocol == metrics.ProtocolGRPC || env.Metrics.Protocol == metrics.ProtocolHTTPProtobuf {
+		logger.Infow("Metrics pushed too (K_OBSERVABILITY_CONFIG)", zap.String("protocol", env.Metrics.Protocol),
+			zap.Duration("exportInterval", env.Metrics.ExportInterval))
 	}
 
 	sp := adapter.SenderParams{Logger: logger, MeterProvider: mp, Timeout: env.SinkTimeout, SinkH2CHosts: env.SinkH2CHosts}
@@ -174,6 +188,20 @@ func run() int {
 	}
 	logger.Info("Stopped")
 	return 0
+}
+
+// newMeterProvider serves the adapter's metrics through reg (Prometheus on
+// METRICS_PORT, which the kit and the adapter's HPA scrape), and pushes
+// them too when K_OBSERVABILITY_CONFIG's metrics ask for OTLP.
+func newMeterProvider(ctx context.Context, env mtping.Env, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
+	otlp, err := telemetry.NewOTLPMetricReader(ctx, env.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	if otlp == nil {
+		return telemetry.NewPrometheusMeterProvider(reg)
+	}
+	return telemetry.NewPrometheusMeterProvider(reg, sdkmetric.WithReader(otlp), sdkmetric.WithResource(resource.Default(mtping.Component)))
 }
 
 // restConfig is --kubeconfig when given; in a pod, the in-cluster

@@ -36,7 +36,10 @@ import (
 // no trace in their context, so the SDK's default trace-based filter would
 // never keep one, yet it would run, with the exemplar reservoir, on every
 // measurement of every call.
-func NewPrometheusMeterProvider(reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
+//
+// opts add to the provider: more readers (NewOTLPMetricReader), the
+// resource they report.
+func NewPrometheusMeterProvider(reg *prometheus.Registry, opts ...sdkmetric.Option) (*sdkmetric.MeterProvider, error) {
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
 	if err != nil {
 		return nil, err
@@ -47,7 +50,7 @@ func NewPrometheusMeterProvider(reg *prometheus.Registry) (*sdkmetric.MeterProvi
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, err
 	}
-	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter)), nil
+	return sdkmetric.NewMeterProvider(append([]sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter)}, opts...)...), nil
 }
 
 // NewMetricsServer serves reg's metrics in Prometheus text on

@@ -23,7 +23,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +128,47 @@ func TestTracesThroughTheProxy(t *testing.T) {
 	p := startProxy(t)
 	c.setForwarding(t, p.URL, "0")
 	traced(true)
+}
+
+// TestMetricsPushedOverOTLP: with K_OBSERVABILITY_CONFIG's metrics on
+// OTLP, the adapter pushes its metrics (the Sender's among them) to the
+// endpoint, as upstream's adapter does, and still serves them on
+// METRICS_PORT, which the kit and the HPA scrape.
+func TestMetricsPushedOverOTLP(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, maps.Clone(fastElection), "tenant-a")
+	collector := testproc.NewOTLPReceiver(t)
+	sk := newSink(t)
+	metricsPort := freePort(t)
+	startAdapter(t, c, "adapter-otlp-metrics",
+		`K_OBSERVABILITY_CONFIG={"metrics":{"protocol":"http/protobuf","endpoint":"`+collector.URL+`/v1/metrics","exportInterval":500000000}}`,
+		"METRICS_PORT="+strconv.Itoa(metricsPort))
+	spec := sourcesv1.PingSourceSpec{Schedule: every2s, ContentType: "application/json", Data: `{"metrics":true}`}
+	c.createSource(t, "tenant-a", "counted", spec, sk.url("counted"), sourceStatus{})
+	want := []string{"kn_forward_mtping_leases_held", "kn_forward_mtping_tick_lateness", "kn_forward_sender_sends", "kn_forward_sender_inflight"}
+	eventually(t, 30*time.Second, "the adapter's metrics reach the collector", func() bool {
+		got := collector.MetricNames()
+		for _, name := range want {
+			if !got[name] {
+				return false
+			}
+		}
+		return true
+	})
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"kn_forward_mtping_leases_held", "kn_forward_sender_sends_total"} {
+		if !strings.Contains(string(body), "\n"+family) {
+			t.Errorf("METRICS_PORT no longer serves %s", family)
+		}
+	}
 }
 
 // testEvents creates PingSources of every kind and checks their events.
