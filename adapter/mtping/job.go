@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/robfig/cron/v3"
@@ -54,6 +55,10 @@ type job struct {
 	target adapter.Target
 	// fire runs one tick; the adapter sets it.
 	fire func()
+	// due is the activation the cron runs next, in Unix nanoseconds: what
+	// a tick's lateness counts from. The cron itself does not say when the
+	// tick it runs was due, and a cron that runs late must show as late.
+	due atomic.Int64
 }
 
 // jobSpec is what the adapter reads from a PingSource.

@@ -151,6 +151,7 @@ func (a *Adapter) scheduleLocked(j *job) {
 		}
 		a.cron.Remove(e.id)
 	}
+	j.due.Store(j.schedule.Next(a.p.Now()).UnixNano())
 	id := a.cron.Schedule(j.schedule, cron.FuncJob(j.fire))
 	a.entries[j.key] = entry{id: id, job: j}
 	a.p.Sender.SetDirectSources(len(a.entries))
@@ -167,11 +168,25 @@ func (a *Adapter) unscheduleLocked(key types.NamespacedName) {
 	a.p.Sender.SetDirectSources(len(a.entries))
 }
 
+// dueOf returns when the tick of j the cron runs now was due, and sets
+// the next one. The cron runs each activation once, however late, and then
+// the first one after the moment it ran, as this does.
+func (a *Adapter) dueOf(j *job) time.Time {
+	now := a.p.Now()
+	due := time.Unix(0, j.due.Swap(j.schedule.Next(now).UnixNano()))
+	if due.After(now) {
+		// A tick earlier than planned (the clock was set back): count
+		// from its second, the cron's resolution.
+		return now.Truncate(time.Second)
+	}
+	return due
+}
+
 // fire is one tick of j: a fresh event (new id, time now) sent to its
 // sink, unless j was replaced, its bucket lost or the adapter is stopping
 // since the cron chose to run it.
 func (a *Adapter) fire(ctx context.Context, j *job) {
-	due := time.Now().Truncate(time.Second) // the cron ticks on whole seconds
+	due := a.dueOf(j)
 	a.mu.Lock()
 	e, ok := a.entries[j.key]
 	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) {
@@ -196,7 +211,7 @@ func (a *Adapter) fire(ctx context.Context, j *job) {
 	ev := j.event.Clone()
 	ev.SetID(uuid.NewString())
 	ev.SetTime(a.p.Now())
-	a.metrics.late(ctx, time.Since(due))
+	a.metrics.late(ctx, a.p.Now().Sub(due))
 	// The sender logs what it could not deliver.
 	_, _ = a.p.Sender.Send(ctx, j.target, ev)
 }
