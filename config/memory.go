@@ -78,8 +78,9 @@ func DefaultMemoryBudget(memLimit int64) int64 {
 }
 
 // ProxyGODEBUG is the Go runtime setting the proxy runs with in its
-// manifests (the GODEBUG variable): goroutines start with the smallest
-// stack instead of the running average the runtime measures. A held call's
+// manifests (the GODEBUG variable), and the PingSource adapter in its
+// settings ConfigMap: goroutines start with the smallest stack instead of
+// the running average the runtime measures. A held call's
 // goroutines wait with shallow stacks, and at the average size tens of
 // thousands of them cost about a sixth more memory (docs/benchmarks.md).
 // The runtime reads this setting only at start-up, so it cannot be set

@@ -30,6 +30,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
+	"knative.dev/event-forwarding-proxy/config"
 )
 
 const (
@@ -101,6 +102,9 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if got.LogLevel != "" || got.ZapConfig != zapConfig {
 		t.Errorf("LogLevel %q, ZapConfig %q; want no override and config-logging's %q as the controller passes it",
 			got.LogLevel, got.ZapConfig, zapConfig)
+	}
+	if env["GODEBUG"] != config.ProxyGODEBUG {
+		t.Errorf("GODEBUG = %q, want %q: the adapter's held sends would wait on the runtime's average stack", env["GODEBUG"], config.ProxyGODEBUG)
 	}
 	if got.SystemNamespace != d.Namespace {
 		t.Errorf("SystemNamespace = %q, want %q", got.SystemNamespace, d.Namespace)

@@ -255,15 +255,15 @@ func runSeedMode(b *testing.B, c *cluster, sk *seedSink, cfg seedConfig, mode st
 	return r
 }
 
-// startSeedAdapter runs the adapter without the race detector and returns
-// it with its /metrics URL.
+// startSeedAdapter runs the adapter without the race detector and with
+// the settings ConfigMap's GODEBUG, and returns it with its /metrics URL.
 func startSeedAdapter(b testing.TB, c *cluster, name string) (*proc, string) {
 	b.Helper()
 	port, mport := freePort(b), freePort(b)
 	p := start(b, name, plainBins.adapter, port, "/readiness",
 		"KUBECONFIG="+c.Kubeconfig, "SYSTEM_NAMESPACE="+systemNamespace, "POD_NAME="+name,
 		"PROBES_PORT="+strconv.Itoa(port), "METRICS_PORT="+strconv.Itoa(mport),
-		"LOG_LEVEL=info", "DRAIN_TIMEOUT=5s")
+		"LOG_LEVEL=info", "DRAIN_TIMEOUT=5s", "GODEBUG="+config.ProxyGODEBUG)
 	p.ProbeURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	return p, "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"
 }
