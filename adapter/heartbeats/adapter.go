@@ -51,6 +51,25 @@ type Env struct {
 	// PodName is the adapter's own Pod, in NAMESPACE (or SystemNamespace),
 	// labelled with the route. If unset, the host name: a Pod's, in one.
 	PodName string `envconfig:"POD_NAME"`
+	// ServiceAccount is the adapter's own service account, in NAMESPACE
+	// (or SystemNamespace): the identity whose OIDC token the proxy gets
+	// in Kn-Forward-Authorization. If unset, the one whose token the pod
+	// has mounted; outside a pod, none, and no token is sent.
+	ServiceAccount string `envconfig:"SERVICE_ACCOUNT_NAME"`
+}
+
+// identity returns the service account the adapter presents to the
+// proxy, or the zero value when it has none.
+func (e *Env) identity() adapter.ServiceAccount {
+	if e.ServiceAccount != "" {
+		ns, _ := e.pod()
+		return adapter.ServiceAccount{Namespace: ns, Name: e.ServiceAccount}
+	}
+	sa, err := kube.TokenServiceAccount(kube.ServiceAccountToken)
+	if err != nil {
+		return adapter.ServiceAccount{}
+	}
+	return sa
 }
 
 // pod returns the namespace and name of the adapter's own Pod.
@@ -93,6 +112,14 @@ func NewAdapter(ctx context.Context, env adapterv2.EnvConfigAccessor, built clou
 	}
 	if t := e.GetSinktimeout(); t > 0 {
 		params.Timeout = time.Duration(t) * time.Second
+	}
+	// With auth on, the proxy takes only callers that present a token:
+	// the adapter's own identity, which the TokenRequest API mints.
+	if id := e.identity(); !id.IsZero() {
+		params.Tokens, params.ProxyIdentity = kube.NewTokenRequester(kubeclient.Get(ctx)), id
+		logger.Infow("OIDC tokens on", zap.Stringer("identity", id))
+	} else {
+		logger.Info("OIDC tokens off: no service account of the adapter's own (SERVICE_ACCOUNT_NAME)")
 	}
 	ns, pod := e.pod()
 	podRoute := kube.NewPodRoute(kube.PodRouteParams{Client: kubeclient.Get(ctx), Namespace: ns, Name: pod, Component: Component, Logger: logger})

@@ -17,7 +17,6 @@ limitations under the License.
 package mtping
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,37 +183,4 @@ func (e *Env) observability(cfg observability.Config) []error {
 		e.Metrics = cfg.Metrics
 	}
 	return errs
-}
-
-// ServiceAccountToken is where Kubernetes mounts a pod's token.
-const ServiceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // a file path, not a credential
-
-// TokenServiceAccount returns the namespace and name of the service
-// account whose token (a JWT with subject
-// system:serviceaccount:<namespace>:<name>) is in file. The signature is
-// not checked: the file is the pod's own.
-func TokenServiceAccount(file string) (namespace, name string, err error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", "", err
-	}
-	parts := strings.Split(strings.TrimSpace(string(b)), ".")
-	if len(parts) != 3 {
-		return "", "", fmt.Errorf("%s: not a JWT", file)
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", file, err)
-	}
-	var claims struct {
-		Subject string `json:"sub"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return "", "", fmt.Errorf("%s: %w", file, err)
-	}
-	f := strings.Split(claims.Subject, ":")
-	if len(f) != 4 || f[0] != "system" || f[1] != "serviceaccount" {
-		return "", "", fmt.Errorf("%s: subject %q is not a service account", file, claims.Subject)
-	}
-	return f[2], f[3], nil
 }

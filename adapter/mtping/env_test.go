@@ -17,9 +17,7 @@ limitations under the License.
 package mtping
 
 import (
-	"encoding/base64"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -85,39 +83,6 @@ func TestEnvFromLookup(t *testing.T) {
 			}
 			if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("env = %+v\nwant  %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestTokenServiceAccount(t *testing.T) {
-	jwt := func(payload string) string {
-		return "e30." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".sig"
-	}
-	tests := []struct {
-		name     string
-		token    string
-		ns, want string
-		wantErr  bool
-	}{
-		{name: "service account", token: jwt(`{"sub":"system:serviceaccount:knative-eventing:pingsource-mt-adapter"}`) + "\n",
-			ns: "knative-eventing", want: "pingsource-mt-adapter"},
-		{name: "a user", token: jwt(`{"sub":"alice"}`), wantErr: true},
-		{name: "not a JWT", token: "secret", wantErr: true},
-		{name: "bad payload", token: "e30.!!.sig", wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(file, []byte(tc.token), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ns, name, err := TokenServiceAccount(file)
-			if tc.wantErr != (err != nil) {
-				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
-			}
-			if ns != tc.ns || name != tc.want {
-				t.Errorf("account = %s/%s, want %s/%s", ns, name, tc.ns, tc.want)
 			}
 		})
 	}

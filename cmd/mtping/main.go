@@ -227,9 +227,9 @@ func identity(env mtping.Env) adapter.ServiceAccount {
 	if env.ServiceAccount != "" {
 		return adapter.ServiceAccount{Namespace: env.SystemNamespace, Name: env.ServiceAccount}
 	}
-	ns, name, err := mtping.TokenServiceAccount(mtping.ServiceAccountToken)
+	sa, err := kube.TokenServiceAccount(kube.ServiceAccountToken)
 	if err != nil {
 		return adapter.ServiceAccount{}
 	}
-	return adapter.ServiceAccount{Namespace: ns, Name: name}
+	return sa
 }

@@ -108,7 +108,9 @@ type adapterProc struct {
 	exitErr    error
 }
 
-func startAdapter(t *testing.T, kubeconfig string) *adapterProc {
+// startAdapter runs the adapter against kubeconfig's API server, with env
+// added.
+func startAdapter(t *testing.T, kubeconfig string, env ...string) *adapterProc {
 	t.Helper()
 	metricsPort := testproc.FreePort(t)
 	cmd := exec.Command(bins.heartbeats)
@@ -125,6 +127,7 @@ func startAdapter(t *testing.T, kubeconfig string) *adapterProc {
 		"DRAIN_TIMEOUT=20s",
 		"GORACE=halt_on_error=1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	p := &adapterProc{cmd: cmd, logs: &testproc.SyncBuffer{}, done: make(chan struct{}),
 		metricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs

@@ -128,3 +128,35 @@ func TestForwardsWithOneOption(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardsToAProxyWithAuth: with the proxy verifying callers' OIDC
+// tokens, as the shipped manifests run it, the adapter presents a token of
+// its own service account (SERVICE_ACCOUNT_NAME, in its namespace), minted
+// by the real TokenRequest API: its heartbeats go through the proxy, and
+// none falls back.
+func TestForwardsToAProxyWithAuth(t *testing.T) {
+	srv := apiserver.Start(t)
+	kc := kubernetes.NewForConfigOrDie(srv.Config)
+	ctx := context.Background()
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.CoreV1().ServiceAccounts(systemNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "heartbeats"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := testproc.StartProxy(t, bins.proxy, testproc.FreePort(t), testproc.FreePort(t),
+		"FORWARD_AUTH=oidc", "FORWARD_OIDC_ISSUER="+srv.Issuer, "KUBECONFIG="+srv.Kubeconfig)
+	sink := newSink(t)
+	createSource(t, kc, "tenant-a", "heartbeat", map[string]string{"sink": sink.URL + "/tenant-a", "period": "1s"})
+	putForwarding(t, kc, map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "0"})
+	a := startAdapter(t, srv.Kubeconfig, "SERVICE_ACCOUNT_NAME=heartbeats")
+	testproc.Eventually(t, 30*time.Second, "heartbeats delivered through the proxy", func() bool {
+		return a.metric("kn_forward_sender_sends_total", map[string]string{"route": "proxy", "outcome": "delivered"}) >= 3
+	})
+	if n := a.metric("kn_forward_sender_fallbacks_total", nil); n != 0 {
+		t.Errorf("%v heartbeats fell back to direct: the proxy refused the adapter's token", n)
+	}
+	if !strings.Contains(a.logs.String(), `"OIDC tokens on"`) {
+		t.Error("the adapter did not say it sends OIDC tokens")
+	}
+}
