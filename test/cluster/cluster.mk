@@ -54,11 +54,22 @@ $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
 
 # Image archives: one layer with the static binary, user 65532, written
 # by hack/imgtar (Makefile).
-cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar
+cluster-images: cluster-serving-images cluster-eventing-images cluster-monitoring-images $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/coredns.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar \
+	$(CLUSTER_IMAGES)/heartbeats.tar
 
 $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.tar $(CLUSTER_IMAGES)/e2esink.tar: $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(IMGTAR)
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/$*:v1 -entrypoint /$* $<=/$*
+
+# The sample source on adapter/v2 (cmd/heartbeats), for the scenario that
+# runs it in the cluster: built from this module as the release builds
+# its binaries.
+PROJECT_SOURCES := $(shell git ls-files -co --exclude-standard -- go.mod go.sum '*.go' | grep -v -e '_test\.go$$' -e '^test/')
+$(CLUSTER_BIN)/heartbeats: $(PROJECT_SOURCES)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/heartbeats
+$(CLUSTER_IMAGES)/heartbeats.tar: $(CLUSTER_BIN)/heartbeats $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/heartbeats:v1 -entrypoint /heartbeats $<=/heartbeats
 
 $(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(IMGTAR)
 	@mkdir -p $(@D)
