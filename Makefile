@@ -45,7 +45,7 @@ unit: ## unit tests, with the race detector
 INTEGRATION_PKGS = $(shell git ls-files -co --exclude-standard -- '*_test.go' | \
 	xargs grep -lE '^//go:build .*\bintegration\b' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
-integration: tools prometheus-tools ## tests behind the integration build tag
+integration: tools prometheus-tools bench-haproxy ## tests behind the integration build tag
 	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
 
 # h2spec against the inbound HTTP/2 server (proxy/internal/h2server's
@@ -159,7 +159,18 @@ bench-nginx:
 	  echo "nginx could not be installed: the bench runs without it"; \
 	fi
 
-bench: tools bench-nginx ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
+# HAProxy, the bench's event-loop peer (Debian's haproxy), installed when
+# missing. The bench compares the proxy with it, and `make integration`
+# runs the bench's HAProxy configuration, so both need it.
+.PHONY: bench-haproxy
+bench-haproxy:
+	@if [ ! -x /usr/sbin/haproxy ]; then \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy; \
+	fi
+
+bench: tools bench-nginx bench-haproxy ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
 	@mkdir -p $(BENCH_CACHE)
 	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ ./adapter/ | tee $(BENCH_CACHE)/gobench.txt
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen

@@ -105,6 +105,11 @@ func roundTrip(rt http.RoundTripper, req *http.Request) (time.Duration, bool) {
 
 // roundTripErr is roundTrip that says why a call was not answered 200.
 func roundTripErr(rt http.RoundTripper, req *http.Request) (time.Duration, error) {
+	return roundTripStatus(rt, req, http.StatusOK)
+}
+
+// roundTripStatus is roundTripErr for an answer of status want.
+func roundTripStatus(rt http.RoundTripper, req *http.Request, want int) (time.Duration, error) {
 	start := time.Now()
 	resp, err := rt.RoundTrip(req)
 	d := time.Since(start)
@@ -114,7 +119,7 @@ func roundTripErr(rt http.RoundTripper, req *http.Request) (time.Duration, error
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != want {
 		return d, fmt.Errorf("%s: %s", resp.Status, body)
 	}
 	return d, nil

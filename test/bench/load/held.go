@@ -78,10 +78,11 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 	if protocol == HTTP1 {
 		conns = 1
 	}
-	calls := newPool(protocol, conns, n)
+	async := protocol == H2CAsync
+	calls := newPool(wire(protocol), conns, n)
 	defer calls.close()
-	through := probeTarget{rt: newTransport(protocol, 64), base: p.URL(), dest: sk.URL() + sink.PathFast}
-	direct := probeTarget{rt: newTransport(protocol, 64), base: sk.URL()}
+	through := probeTarget{rt: newTransport(wire(protocol), 64), base: p.URL(), dest: sk.URL() + sink.PathFast}
+	direct := probeTarget{rt: newTransport(wire(protocol), 64), base: sk.URL()}
 	defer through.rt.(*http.Transport).CloseIdleConnections()
 	defer direct.rt.(*http.Transport).CloseIdleConnections()
 
@@ -98,7 +99,7 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 	stopRamp := make(chan struct{})
 	rampProbes := make(chan []probeSet, 1)
 	go func() { rampProbes <- probe(ctx, o.cfg.ProbeEvery, 1<<20, stopRamp, through, direct) }()
-	hc := o.openHeld(ctx, calls, p.URL(), sk.URL()+sink.PathHold+"?d="+o.cfg.MaxHold.String(), n)
+	hc := o.openHeld(ctx, calls, p.URL(), sk.URL()+sink.PathHold+"?d="+o.cfg.MaxHold.String(), n, async)
 	r.Reached = o.waitHeld(ctx, sk, hc, n, o.cfg.RampTimeout)
 	r.RampSeconds = time.Since(start).Seconds()
 	close(stopRamp)
@@ -120,6 +121,9 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 	if r.Reached > 0 {
 		r.BytesPerCall = float64(r.HeldRSSKB-r.IdleRSSKB) * 1024 / float64(r.Reached)
 	}
+	if async {
+		r.BodyBytes = len(event)
+	}
 
 	hp := probe(ctx, o.cfg.ProbeEvery, o.cfg.ProbeCount, nil, through, direct)
 	r.Through = result.Summarize(hp[0].ok, hp[0].errors)
@@ -130,7 +134,7 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 	r.RampAdded = result.Summarize(result.Minus(rp[0].ok, rbase), rp[0].errors)
 
 	prof.heap(ctx)
-	if err := o.release(ctx, sk, hc, n, o.cfg.RampTimeout); err != nil && r.Note == "" {
+	if err := o.release(ctx, sk, hc, n, async, o.cfg.RampTimeout); err != nil && r.Note == "" {
 		r.Note = err.Error()
 	}
 	cpu2, _ := g.CPUSeconds()
@@ -143,8 +147,8 @@ func (o *orch) runHeld(ctx context.Context, peer, protocol string, n int) (r res
 
 // openHeld sends n calls through the peer at base to dest, at most
 // openingLimit being sent at a time, and returns at once; each call ends
-// when the sink answers or ctx ends.
-func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest string, n int) *heldCalls {
+// when the sink answers or ctx ends, or, async, at the peer's 202.
+func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest string, n int, async bool) *heldCalls {
 	hc := &heldCalls{}
 	sem := make(chan struct{}, openingLimit)
 	padding := paddingValue(o.cfg.HeaderBytes)
@@ -165,8 +169,13 @@ func (o *orch) openHeld(ctx context.Context, rt http.RoundTripper, base, dest st
 				if err == nil && padding != "" {
 					req.Header[paddingHeader] = []string{padding}
 				}
+				want := http.StatusOK
+				if err == nil && async {
+					req.Header["Prefer"] = []string{"respond-async"}
+					want = http.StatusAccepted
+				}
 				if err == nil {
-					_, err = roundTripErr(rt, req)
+					_, err = roundTripStatus(rt, req, want)
 				}
 				if err != nil {
 					hc.fail(err)
@@ -247,19 +256,32 @@ func (o *orch) waitHeld(ctx context.Context, sk *child, hc *heldCalls, n int, ti
 }
 
 // release ends the held calls at the sink and waits until every call has
-// come back to the load generator, releasing again for calls that reached
-// the sink late; it gives up after timeout.
-func (o *orch) release(ctx context.Context, sk *child, hc *heldCalls, n int, timeout time.Duration) error {
+// come back to the load generator (async, until the sink holds none of
+// the peer's deliveries), releasing again for calls that reached the sink late;
+// it gives up after timeout.
+func (o *orch) release(ctx context.Context, sk *child, hc *heldCalls, n int, async bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	last := time.Time{}
-	for hc.done.Load() < int64(n) {
+	open := func() int64 {
+		if !async {
+			return int64(n) - hc.done.Load()
+		}
+		st, err := o.sinkStats(ctx, sk)
+		if err != nil {
+			return int64(n)
+		}
+		return st.Held
+	}
+	for left := open(); left > 0; left = open() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d calls still open %s after release", int64(n)-hc.done.Load(), n, timeout)
+			return fmt.Errorf("%d of %d calls still open %s after release", left, n, timeout)
 		}
 		if time.Since(last) > time.Second {
-			if err := o.sinkPost(ctx, sk, sink.PathRelease); err != nil {
+			// A sink answering 100,000 calls at once may be slow to take
+			// the next release: the deadline bounds the retries.
+			if err := o.sinkPost(ctx, sk, sink.PathRelease); err != nil && ctx.Err() != nil {
 				return err
 			}
 			last = time.Now()

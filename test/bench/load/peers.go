@@ -44,6 +44,12 @@ const (
 	// PeerNginx is nginx with a fixed upstream, HTTP/1.1 keep-alive to the
 	// sink (only when installed).
 	PeerNginx = "nginx"
+	// PeerHAProxy is HAProxy taking each call's destination from
+	// Kn-Forward-To, h2c or HTTP/1.1 on both sides (only when installed).
+	PeerHAProxy = "haproxy"
+	// PeerDirect is no peer: the load generator calls the sink itself, the
+	// baseline of the throughput scenario.
+	PeerDirect = "direct"
 )
 
 // Protocols between the load generator and a peer, and from the peer to
@@ -51,7 +57,24 @@ const (
 const (
 	H2C   = "h2c"
 	HTTP1 = "http1"
+	// H2CAsync is h2c with Prefer: respond-async on every held call: the
+	// proxy answers 202 and holds the delivery, the adapter's case.
+	H2CAsync = "h2c-async"
 )
+
+// wire is the protocol spoken on the wire for a scenario's protocol.
+func wire(protocol string) string {
+	if protocol == H2CAsync {
+		return H2C
+	}
+	return protocol
+}
+
+// holdsAsync reports whether peer can take an event with a 202 and hold
+// its delivery itself: only this project's proxy can.
+func holdsAsync(peer string) bool {
+	return peer == PeerProxy || peer == PeerProxyProfiled
+}
 
 // Limits the proxy runs with in the bench: admission never the bottleneck,
 // streams per HTTP/2 connection high so that 100k calls need few sockets.
@@ -70,6 +93,7 @@ func (o *orch) startSink(ctx context.Context) (*child, error) {
 // startPeer starts peer, speaking protocol to the load generator and (but
 // for nginx) to the sink at sinkAddr, and waits until it is ready.
 func (o *orch) startPeer(ctx context.Context, peer, protocol, sinkAddr string) (*child, error) {
+	protocol = wire(protocol)
 	switch peer {
 	case PeerProxy:
 		return o.startProxy(ctx, protocol, nil)
@@ -85,6 +109,8 @@ func (o *orch) startPeer(ctx context.Context, peer, protocol, sinkAddr string) (
 		return o.start(ctx, childSpec{name: peer, argv: argv, env: o.cfg.SelfEnv, cpu: o.peerCPU, listenLine: true})
 	case PeerNginx:
 		return o.startNginx(ctx, protocol, sinkAddr)
+	case PeerHAProxy:
+		return o.startHAProxy(ctx, protocol)
 	}
 	return nil, fmt.Errorf("unknown peer %q", peer)
 }
@@ -134,10 +160,16 @@ func (o *orch) startProxyAs(ctx context.Context, name string, argv []string, pro
 
 // nginxPath is nginx's binary when installed, else "".
 func nginxPath(configured string) string {
+	return installedPath(configured, "/usr/sbin/nginx")
+}
+
+// installedPath is configured, or else def, when it is a file, and ""
+// when neither is or configured is "off".
+func installedPath(configured, def string) string {
 	if configured == "off" {
 		return ""
 	}
-	for _, p := range []string{configured, "/usr/sbin/nginx"} {
+	for _, p := range []string{configured, def} {
 		if p == "" {
 			continue
 		}

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package load is the scenario bench behind cmd/loadgen: it starts the
 // peers under test (the real cmd/proxy binary, a naive
-// httputil.ReverseProxy, nginx when installed) and a slow or fast sink as
+// httputil.ReverseProxy, nginx and HAProxy when installed) and a slow or fast sink as
 // processes on loopback, drives them over h2c and HTTP/1.1, and measures
 // memory per held call, added latency, CPU per request and the seed
 // scenario (an mt-adapter-like sender, direct versus async through the
@@ -61,6 +61,9 @@ type Config struct {
 	// Nginx is nginx's path. If empty, /usr/sbin/nginx when installed;
 	// "off" leaves nginx out.
 	Nginx string
+	// HAProxy is HAProxy's path. If empty, /usr/sbin/haproxy when
+	// installed; "off" leaves HAProxy out.
+	HAProxy string
 	// Peers are the peers compared. If nil, all of them.
 	Peers []string
 	// Scenarios are the scenarios run. If nil, all of them.
@@ -150,7 +153,7 @@ func (c *Config) defaults() error {
 	}
 	s := c.Scale
 	if c.Peers == nil {
-		c.Peers = []string{PeerProxy, PeerNaive, PeerNaiveDefault, PeerNginx}
+		c.Peers = []string{PeerProxy, PeerHAProxy, PeerNaive, PeerNaiveDefault, PeerNginx}
 	}
 	if c.Scenarios == nil {
 		c.Scenarios = []string{ScenarioHeld, ScenarioThroughput, ScenarioSeed}
@@ -211,9 +214,11 @@ func Run(ctx context.Context, cfg Config) (*result.Results, error) {
 		}
 	}
 	o.res.Machine = describeMachine(nofile, o.peerCPU)
-	if nginxPath(cfg.Nginx) == "" && slices.Contains(cfg.Peers, PeerNginx) {
-		o.notef("nginx is not installed: left out")
-		o.cfg.Peers = slices.DeleteFunc(slices.Clone(cfg.Peers), func(p string) bool { return p == PeerNginx })
+	for peer, path := range map[string]string{PeerNginx: nginxPath(cfg.Nginx), PeerHAProxy: haproxyPath(cfg.HAProxy)} {
+		if path == "" && slices.Contains(o.cfg.Peers, peer) {
+			o.notef("%s is not installed: left out", peer)
+			o.cfg.Peers = slices.DeleteFunc(slices.Clone(o.cfg.Peers), func(p string) bool { return p == peer })
+		}
 	}
 	begin := time.Now()
 	for _, sc := range o.cfg.Scenarios {
@@ -241,7 +246,7 @@ func Run(ctx context.Context, cfg Config) (*result.Results, error) {
 const nginxMaxHeld = 18000
 
 func (o *orch) held(ctx context.Context) {
-	for _, proto := range []string{H2C, HTTP1} {
+	for _, proto := range []string{H2C, H2CAsync, HTTP1} {
 		ns := o.cfg.HeldH2C
 		if proto == HTTP1 {
 			ns = o.cfg.HeldHTTP1
@@ -249,6 +254,9 @@ func (o *orch) held(ctx context.Context) {
 		for _, n := range ns {
 			for _, peer := range o.cfg.Peers {
 				if peer == PeerNaiveDefault || (peer == PeerNginx && n > nginxMaxHeld) || ctx.Err() != nil {
+					continue
+				}
+				if proto == H2CAsync && !holdsAsync(peer) {
 					continue
 				}
 				r := o.runHeld(ctx, peer, proto, n)
@@ -263,7 +271,9 @@ func (o *orch) held(ctx context.Context) {
 
 func (o *orch) throughput(ctx context.Context) {
 	for _, proto := range []string{HTTP1, H2C} {
-		for _, peer := range o.cfg.Peers {
+		// The same client straight at the sink first: the baseline a
+		// peer's request rate is judged against.
+		for _, peer := range append([]string{PeerDirect}, o.cfg.Peers...) {
 			if (peer == PeerNaiveDefault && proto != HTTP1) || ctx.Err() != nil {
 				continue
 			}
@@ -276,15 +286,33 @@ func (o *orch) throughput(ctx context.Context) {
 	}
 }
 
+// seedModes are the seed scenario's runs: the sender on its own, handing
+// events to the proxy, and waiting for its sinks through HAProxy (which
+// holds the upstream calls but cannot answer before the sink).
+var seedModes = []seedMode{
+	{name: sender.Direct, sender: sender.Direct},
+	{name: sender.ProxyAsync, sender: sender.ProxyAsync, peer: PeerProxy},
+	{name: "haproxy-sync", sender: sender.ThroughPeer, peer: PeerHAProxy},
+}
+
+type seedMode struct {
+	name, sender string
+	// peer is what the sender sends through; "" for none.
+	peer string
+}
+
 func (o *orch) seed(ctx context.Context) {
-	for _, mode := range []string{sender.Direct, sender.ProxyAsync} {
+	for _, mode := range seedModes {
 		if ctx.Err() != nil {
 			return
 		}
+		if mode.peer != "" && !slices.Contains(o.cfg.Peers, mode.peer) {
+			continue
+		}
 		r := o.runSeed(ctx, mode)
 		o.res.Seed = append(o.res.Seed, r)
-		o.logf("seed %-11s sent %d errors %d  sender peak %d KB, %d in flight; proxy peak %d KB; sinks held %d; hand-off p50 %.2f ms p99 %.2f ms",
-			mode, r.Sent, r.Errors, r.PeakSenderRSSKB, r.PeakSenderInflight, r.PeakProxyRSSKB, r.PeakSinkHeld, r.HandOff.P50, r.HandOff.P99)
+		o.logf("seed %-12s sent %d errors %d  sender peak %d KB, %d in flight; peer peak %d KB; sinks held %d; hand-off p50 %.2f ms p99 %.2f ms",
+			mode.name, r.Sent, r.Errors, r.PeakSenderRSSKB, r.PeakSenderInflight, r.PeakProxyRSSKB, r.PeakSinkHeld, r.HandOff.P50, r.HandOff.P99)
 		_ = o.save()
 	}
 }

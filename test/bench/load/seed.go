@@ -31,13 +31,13 @@ import (
 	"knative.dev/event-forwarding-proxy/test/bench/sink"
 )
 
-// runSeed runs the mt-adapter-like sender for one mode (sender.Direct or
-// sender.ProxyAsync) and samples, every second, the sender's memory and
-// in-flight calls, the proxy's memory and the calls the sinks hold.
-func (o *orch) runSeed(ctx context.Context, mode string) (r result.SeedRun) {
-	s := o.cfg.Seed
+// runSeed runs the mt-adapter-like sender for one mode and samples, every
+// second, the sender's memory and in-flight calls, the peer's memory and
+// the calls the sinks hold.
+func (o *orch) runSeed(ctx context.Context, m seedMode) (r result.SeedRun) {
+	s, mode := o.cfg.Seed, m.name
 	r = result.SeedRun{
-		Mode: mode, Sources: s.Sources, PeriodSeconds: s.Period.Seconds(),
+		Mode: mode, Peer: m.peer, Sources: s.Sources, PeriodSeconds: s.Period.Seconds(),
 		HoldSeconds: s.Hold.Seconds(), DurationSeconds: s.Duration.Seconds(),
 	}
 	sk, err := o.startSink(ctx)
@@ -47,8 +47,8 @@ func (o *orch) runSeed(ctx context.Context, mode string) (r result.SeedRun) {
 	}
 	defer sk.stop(5 * time.Second)
 	var px *child
-	if mode == sender.ProxyAsync {
-		if px, err = o.startProxy(ctx, H2C, nil); err != nil {
+	if m.peer != "" {
+		if px, err = o.startPeer(ctx, m.peer, H2C, sk.Addr); err != nil {
 			o.notef("seed %s: %v", mode, err)
 			return r
 		}
@@ -74,7 +74,7 @@ func (o *orch) runSeed(ctx context.Context, mode string) (r result.SeedRun) {
 			inflight.Store(x.Inflight)
 		}
 	}
-	argv := append(append([]string{}, o.cfg.Self...), "sender", "-mode", mode, "-sink", sk.URL(),
+	argv := append(append([]string{}, o.cfg.Self...), "sender", "-mode", m.sender, "-sink", sk.URL(),
 		"-sources", strconv.Itoa(s.Sources), "-period", s.Period.String(), "-hold", s.Hold.String(),
 		"-duration", s.Duration.String())
 	if px != nil {

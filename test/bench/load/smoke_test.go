@@ -34,6 +34,38 @@ import (
 // real proxy binary and the naive peer, and checks that the harness
 // measured something in each: no timing is asserted.
 func TestSmoke(t *testing.T) {
+	res := runSmoke(t, "off", PeerProxy, PeerNaive)
+	// Held: both peers over h2c and HTTP/1.1, the proxy async too;
+	// throughput: the direct baseline and both peers, each protocol.
+	if len(res.Held) != 5 || len(res.Throughput) != 6 || len(res.Seed) != 2 {
+		t.Fatalf("runs: %d held, %d throughput, %d seed; want 5, 6, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	}
+	checkMeasured(t, res)
+}
+
+// TestHAProxyPeer runs the scenarios through Debian's HAProxy with the
+// bench's configuration (haproxy.cfg): every call must reach the sink
+// named by Kn-Forward-To, over h2c and HTTP/1.1 on both sides.
+func TestHAProxyPeer(t *testing.T) {
+	res := runSmoke(t, "", PeerHAProxy)
+	if len(res.Notes) > 0 {
+		t.Fatalf("notes: %v", res.Notes)
+	}
+	// Held over h2c and HTTP/1.1 (no async hand-off); throughput direct
+	// and through HAProxy, each protocol; seed direct and through HAProxy.
+	if len(res.Held) != 2 || len(res.Throughput) != 4 || len(res.Seed) != 2 {
+		t.Fatalf("runs: %d held, %d throughput, %d seed; want 2, 4, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	}
+	checkMeasured(t, res)
+	if s := res.Seed[1]; s.Mode != "haproxy-sync" || s.Errors != 0 || s.PeakSenderInflight == 0 {
+		t.Errorf("seed through HAProxy: %+v", s)
+	}
+}
+
+// runSmoke runs the bench in miniature over peers, with haproxy as
+// Config.HAProxy, and checks that its results file holds what it returned.
+func runSmoke(t *testing.T, haproxy string, peers ...string) *result.Results {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +77,8 @@ func TestSmoke(t *testing.T) {
 		Self:        []string{self},
 		SelfEnv:     []string{envHelper + "=1"},
 		Nginx:       "off",
-		Peers:       []string{PeerProxy, PeerNaive},
+		HAProxy:     haproxy,
+		Peers:       peers,
 		HeldH2C:     []int{50},
 		HeldHTTP1:   []int{50},
 		NoPin:       true,
@@ -63,16 +96,30 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if len(res.Held) != 4 || len(res.Throughput) != 4 || len(res.Seed) != 2 {
-		t.Fatalf("runs: %d held, %d throughput, %d seed; want 4, 4, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	written, err := result.Read(out)
+	if err != nil {
+		t.Fatalf("results file: %v", err)
 	}
+	if diff := cmp.Diff(res, written); diff != "" {
+		t.Errorf("results file differs from the results (-returned +file):\n%s", diff)
+	}
+	if res.Machine.Cores == 0 || res.Machine.GoVersion == "" || res.Machine.NofileLimit == 0 {
+		t.Errorf("machine = %+v", res.Machine)
+	}
+	return res
+}
+
+// checkMeasured checks that every run measured something and lost no call.
+func checkMeasured(t *testing.T, res *result.Results) {
+	t.Helper()
 	for _, h := range res.Held {
 		if h.Reached != h.N || h.Failed != 0 || h.IdleRSSKB <= 0 || h.HeldRSSKB <= 0 || h.Through.Count == 0 || h.Direct.Count == 0 || h.Note != "" {
 			t.Errorf("held run measured nothing: %+v", h)
 		}
 	}
 	for _, tr := range res.Throughput {
-		if tr.Requests == 0 || tr.RPS <= 0 || tr.CPUSeconds <= 0 || tr.Latency.Count == 0 {
+		// The direct baseline has no peer whose CPU would count.
+		if tr.Requests == 0 || tr.RPS <= 0 || (tr.CPUSeconds <= 0) != (tr.Peer == PeerDirect) || tr.Latency.Count == 0 || tr.Errors != 0 {
 			t.Errorf("throughput run measured nothing: %+v", tr)
 		}
 	}
@@ -80,18 +127,8 @@ func TestSmoke(t *testing.T) {
 		if s.Sent == 0 || s.PeakSenderRSSKB <= 0 || s.PeakSinkHeld == 0 || len(s.Samples) == 0 || s.HandOff.Count == 0 {
 			t.Errorf("seed run %s measured nothing: %+v", s.Mode, s)
 		}
-		if s.Mode == "proxy-async" && s.PeakProxyRSSKB <= 0 {
-			t.Errorf("seed run through the proxy has no proxy memory: %+v", s)
+		if s.Peer != "" && s.PeakProxyRSSKB <= 0 {
+			t.Errorf("seed run through %s has no peer memory: %+v", s.Peer, s)
 		}
-	}
-	if res.Machine.Cores == 0 || res.Machine.GoVersion == "" || res.Machine.NofileLimit == 0 {
-		t.Errorf("machine = %+v", res.Machine)
-	}
-	written, err := result.Read(out)
-	if err != nil {
-		t.Fatalf("results file: %v", err)
-	}
-	if diff := cmp.Diff(res, written); diff != "" {
-		t.Errorf("results file differs from the results (-returned +file):\n%s", diff)
 	}
 }

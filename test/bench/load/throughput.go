@@ -42,19 +42,25 @@ func (o *orch) runThroughput(ctx context.Context, peer, protocol string) (r resu
 		return r
 	}
 	defer sk.stop(5 * time.Second)
-	p, err := o.startPeer(ctx, peer, protocol, sk.Addr)
-	if err != nil {
-		o.notef("throughput %s %s: %v", peer, protocol, err)
-		return r
-	}
-	defer p.stop(5 * time.Second)
-	g := procstat.Group{Pid: p.Pid(), WithChildren: peer == PeerNginx}
 	t := newTransport(protocol, o.cfg.Concurrency)
 	defer t.CloseIdleConnections()
-	target := probeTarget{rt: t, base: p.URL(), dest: sk.URL() + sink.PathFast}
+	// Direct, the client calls the sink itself and no peer's CPU counts.
+	target := probeTarget{rt: t, base: sk.URL()}
+	var p *child
+	var g procstat.Group
+	if peer != PeerDirect {
+		p, err = o.startPeer(ctx, peer, protocol, sk.Addr)
+		if err != nil {
+			o.notef("throughput %s %s: %v", peer, protocol, err)
+			return r
+		}
+		defer p.stop(5 * time.Second)
+		g = procstat.Group{Pid: p.Pid(), WithChildren: peer == PeerNginx}
+		target = probeTarget{rt: t, base: p.URL(), dest: sk.URL() + sink.PathFast}
+	}
 
 	drive(ctx, target, o.cfg.Concurrency, o.cfg.Warmup)
-	cpu0, _ := g.CPUSeconds()
+	cpu0, _ := peerCPU(p, g)
 	self0, _ := procstat.CPUSeconds(os.Getpid())
 	sink0, _ := procstat.CPUSeconds(sk.Pid())
 	prof := o.profiler(peer, p, protocol)
@@ -63,7 +69,7 @@ func (o *orch) runThroughput(ctx context.Context, peer, protocol string) (r resu
 	ok, errs, lat := drive(ctx, target, o.cfg.Concurrency, o.cfg.Window)
 	prof.stopCPU(ctx)
 	r.Seconds = time.Since(start).Seconds()
-	cpu1, _ := g.CPUSeconds()
+	cpu1, _ := peerCPU(p, g)
 	self1, _ := procstat.CPUSeconds(os.Getpid())
 	sink1, _ := procstat.CPUSeconds(sk.Pid())
 	r.Requests, r.Errors = ok, errs
@@ -76,6 +82,14 @@ func (o *orch) runThroughput(ctx context.Context, peer, protocol string) (r resu
 	}
 	r.Latency = result.Summarize(lat, int(errs))
 	return r
+}
+
+// peerCPU is the CPU time of g, the processes of peer p; 0 with no peer.
+func peerCPU(p *child, g procstat.Group) (float64, error) {
+	if p == nil {
+		return 0, nil
+	}
+	return g.CPUSeconds()
 }
 
 // drive runs workers closed-loop calls at target for d and returns the

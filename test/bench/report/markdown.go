@@ -122,12 +122,16 @@ func notes(ns []string) string {
 func heldTable(r *result.Results) string {
 	var rows [][]string
 	for _, h := range r.Held {
+		note := h.Note
+		if h.BodyBytes > 0 {
+			note = strings.TrimPrefix(note+fmt.Sprintf("; async, a %d-byte body each", h.BodyBytes), "; ")
+		}
 		rows = append(rows, []string{
 			h.Protocol, fmt.Sprint(h.N), h.Peer, fmt.Sprint(h.Reached),
 			mb(h.IdleRSSKB), mb(h.HeldRSSKB), kb(h.BytesPerCall),
 			f2(h.Added.P50), f2(h.Added.P99), f2(h.Added.Max),
 			f2(h.RampAdded.P50) + " / " + f2(h.RampAdded.P99),
-			f1(h.RampSeconds), f2(h.RampCPUSeconds), f2(h.CPUSeconds), h.Note,
+			f1(h.RampSeconds), f2(h.RampCPUSeconds), f2(h.CPUSeconds), note,
 		})
 	}
 	return table([]string{"protocol", "N", "peer", "held", "idle RSS MB", "held RSS MB", "KB/call",
@@ -150,19 +154,19 @@ func throughputTable(r *result.Results) string {
 func seedTable(r *result.Results) string {
 	var rows [][]string
 	for _, s := range r.Seed {
-		proxy := "–"
-		if s.PeakProxyRSSKB > 0 {
-			proxy = mb(s.PeakProxyRSSKB)
+		peer, peerCPU := "–", "–"
+		if s.Peer != "" || s.PeakProxyRSSKB > 0 {
+			peer, peerCPU = mb(s.PeakProxyRSSKB), f2(s.ProxyCPUSeconds)
 		}
 		rows = append(rows, []string{
 			s.Mode, fmt.Sprintf("%d / %gs", s.Sources, s.PeriodSeconds), fmt.Sprintf("%gs", s.HoldSeconds),
 			fmt.Sprintf("%gs", s.DurationSeconds), fmt.Sprint(s.Sent), fmt.Sprint(s.Errors), fmt.Sprint(s.Cut),
-			mb(s.PeakSenderRSSKB), fmt.Sprint(s.PeakSenderInflight), proxy, fmt.Sprint(s.PeakSinkHeld),
-			f2(s.HandOff.P50) + " / " + f2(s.HandOff.P99), f2(s.SenderCPUSeconds), f2(s.ProxyCPUSeconds),
+			mb(s.PeakSenderRSSKB), fmt.Sprint(s.PeakSenderInflight), peer, fmt.Sprint(s.PeakSinkHeld),
+			f2(s.HandOff.P50) + " / " + f2(s.HandOff.P99), f2(s.SenderCPUSeconds), peerCPU,
 		})
 	}
 	return table([]string{"mode", "sources / period", "hold", "run", "sent", "errors", "cut at the end", "sender peak RSS MB",
-		"sender peak in flight", "proxy peak RSS MB", "sinks peak held", "sender wait p50 / p99 ms", "sender CPU s", "proxy CPU s"}, rows)
+		"sender peak in flight", "peer peak RSS MB", "sinks peak held", "sender wait p50 / p99 ms", "sender CPU s", "peer CPU s"}, rows)
 }
 
 func plots(dir string) string {

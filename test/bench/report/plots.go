@@ -52,6 +52,14 @@ const (
 	targetCPUMicros      = 50
 )
 
+// Targets judged in the table only.
+const (
+	targetLeanBytesPerCall   = 2.5 * (1 << 10)
+	targetAsyncBytesPerEvent = 3 << 10
+	targetBurstP99Ms         = 250
+	targetThroughputRatio    = 0.8
+)
+
 var gray = color.Gray{Y: 120}
 
 // series is one line: a peer over one protocol.
@@ -298,7 +306,7 @@ func seedPlot(res *result.Results, path string) error {
 		ms := []series{{"sender RSS, " + r.Mode, snd}}
 		hs := []series{{"sender in flight, " + r.Mode, infl}, {"sinks hold, " + r.Mode, sink}}
 		if r.PeakProxyRSSKB > 0 {
-			ms = append(ms, series{"proxy RSS, " + r.Mode, px})
+			ms = append(ms, series{"peer RSS, " + r.Mode, px})
 		}
 		if err := addSeries(mem, ms, i, func(string) int { return 0 }); err != nil {
 			return err

@@ -93,6 +93,9 @@ type HeldRun struct {
 	HeldRSSKB int64 `json:"heldRssKB"`
 	// BytesPerCall is (HeldRSSKB - IdleRSSKB) / Reached, in bytes.
 	BytesPerCall float64 `json:"bytesPerCall"`
+	// BodyBytes is the size of the body each held async event carries,
+	// which the peer must keep until delivery; 0 for synchronous calls.
+	BodyBytes int `json:"bodyBytes,omitempty"`
 	// RampSeconds is the wall time to get every call held.
 	RampSeconds float64 `json:"rampSeconds"`
 	// SettleSeconds is how long the peer then stayed busy (finishing a
@@ -156,6 +159,9 @@ type SeedRun struct {
 	Errors          int64   `json:"errors"`
 	// Cut counts calls still in flight when the sender stopped.
 	Cut int64 `json:"cut"`
+	// Peer is what the sender sent through ("" for none). The Proxy
+	// fields are that peer's, whichever it is.
+	Peer string `json:"peer,omitempty"`
 	// Peak values over the run.
 	PeakSenderRSSKB    int64   `json:"peakSenderRssKB"`
 	PeakSenderInflight int64   `json:"peakSenderInflight"`
@@ -164,7 +170,7 @@ type SeedRun struct {
 	SenderCPUSeconds   float64 `json:"senderCpuSeconds"`
 	ProxyCPUSeconds    float64 `json:"proxyCpuSeconds"`
 	// HandOff is how long the sender waited per event: the 202 in
-	// proxy-async mode; the destination's answer in direct mode.
+	// proxy-async mode; the destination's answer in the other modes.
 	HandOff Latency      `json:"handOffLatency"`
 	Samples []SeedSample `json:"samples"`
 }
@@ -207,3 +213,9 @@ func Read(path string) (*Results, error) {
 	}
 	return &r, nil
 }
+
+// AddedP50 and AddedP99 are the held-state probes' added latency;
+// RampAddedP99 that of the probes sent during the ramp.
+func (h HeldRun) AddedP50() float64     { return h.Added.P50 }
+func (h HeldRun) AddedP99() float64     { return h.Added.P99 }
+func (h HeldRun) RampAddedP99() float64 { return h.RampAdded.P99 }

@@ -44,15 +44,18 @@ const (
 	Direct = "direct"
 	// ProxyAsync hands every event to the proxy with Prefer: respond-async.
 	ProxyAsync = "proxy-async"
+	// ThroughPeer sends every event through a forwarding peer (Proxy),
+	// naming the sink in Kn-Forward-To, and waits for the sink's answer.
+	ThroughPeer = "through-peer"
 )
 
 // Params configure a run.
 type Params struct {
-	// Mode is Direct or ProxyAsync. Required.
+	// Mode is Direct, ProxyAsync or ThroughPeer. Required.
 	Mode string
 	// Sink is the slow sink's base URL. Required.
 	Sink string
-	// Proxy is the proxy's base URL. Required for ProxyAsync.
+	// Proxy is the proxy's (or the peer's) base URL. Required but Direct.
 	Proxy string
 	// Sources is the number of events fired at every tick. If zero, 5000.
 	Sources int
@@ -103,7 +106,7 @@ type run struct {
 // out, then a Summary. It returns once every call has ended.
 func Run(ctx context.Context, p Params, out io.Writer) error {
 	p = withDefaults(p)
-	if p.Sink == "" || (p.Mode == ProxyAsync && p.Proxy == "") || (p.Mode != Direct && p.Mode != ProxyAsync) {
+	if p.Sink == "" || (p.Mode != Direct && p.Proxy == "") || (p.Mode != Direct && p.Mode != ProxyAsync && p.Mode != ThroughPeer) {
 		return fmt.Errorf("sender: bad params %+v", p)
 	}
 	tr := &http.Transport{Proxy: nil, DisableCompression: true, Protocols: new(http.Protocols)}
@@ -185,8 +188,11 @@ var body = []byte(`{"message":"Hello world!"}`)
 func (r *run) send(ctx context.Context, tick, src int) {
 	dest := r.p.Sink + "/hold?d=" + r.p.Hold.String()
 	url, want := dest, http.StatusOK
-	if r.p.Mode == ProxyAsync {
+	switch r.p.Mode {
+	case ProxyAsync:
 		url, want = r.p.Proxy+"/hold", http.StatusAccepted
+	case ThroughPeer:
+		url = r.p.Proxy + "/hold"
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -200,8 +206,10 @@ func (r *run) send(ctx context.Context, tick, src int) {
 	req.Header.Set("Ce-Type", "dev.knative.sources.ping")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Kn-Namespace", ns)
-	if r.p.Mode == ProxyAsync {
+	if r.p.Mode != Direct {
 		req.Header.Set("Kn-Forward-To", dest)
+	}
+	if r.p.Mode == ProxyAsync {
 		req.Header.Set("Prefer", "respond-async")
 	}
 	r.inflight.Add(1)
