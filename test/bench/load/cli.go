@@ -90,18 +90,22 @@ func cmdRun(ctx context.Context, args []string, _, stderr io.Writer) error {
 	n := fs.String("n", "", "held-call counts over h2c, comma-separated (default 1000,10000,50000,100000 times -scale; none for no runs)")
 	n1 := fs.String("n-http1", "", "held-call counts over HTTP/1.1 (default 1000,5000,9000 times -scale; none for no runs)")
 	peers := fs.String("peers", "", "peers, comma-separated: proxy,haproxy,naive,naive-default,nginx,proxy-pprof (default all but proxy-pprof)")
-	scen := fs.String("scenarios", "", "scenarios, comma-separated: held,throughput,seed (default all)")
+	scen := fs.String("scenarios", "", "scenarios, comma-separated: held,throughput,burst,seed (default all)")
 	fs.StringVar(&cfg.Nginx, "nginx", "", `nginx binary (default /usr/sbin/nginx when installed; "off" to leave it out)`)
 	fs.StringVar(&cfg.HAProxy, "haproxy", "", `haproxy binary (default /usr/sbin/haproxy when installed; "off" to leave it out)`)
 	fs.BoolVar(&cfg.NoPin, "no-pin", false, "do not pin processes to cores")
 	penv := fs.String("proxy-env", "", "extra environment of the proxy peers, comma-separated K=V (experiments: GOGC=50)")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU and heap profiles of the proxy-pprof peer and the load generator here")
+	fs.IntVar(&cfg.BurstEvents, "burst-events", 0, fmt.Sprintf("events of each burst of the burst scenario (default 5000 times -scale; at most %d)", maxBurstEvents))
 	fs.IntVar(&cfg.HeaderBytes, "header-bytes", 0, "add a header of about this many bytes to every held call (0: none; at most the proxy's FORWARD_MAX_HEADER_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.HeaderBytes < 0 {
 		return fmt.Errorf("-header-bytes: want 0 or more")
+	}
+	if cfg.BurstEvents < 0 || cfg.BurstEvents > maxBurstEvents {
+		return fmt.Errorf("-burst-events: want 0 to %d", maxBurstEvents)
 	}
 	var err error
 	if cfg.HeldH2C, err = ints(*n); err != nil {

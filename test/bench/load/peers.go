@@ -85,9 +85,14 @@ const (
 
 // startSink starts a sink helper on the load generator's core.
 func (o *orch) startSink(ctx context.Context) (*child, error) {
+	return o.startSinkOn(ctx, o.loadCPU)
+}
+
+// startSinkOn starts a sink helper on core cpu.
+func (o *orch) startSinkOn(ctx context.Context, cpu int) (*child, error) {
 	argv := append(append([]string{}, o.cfg.Self...), "sink", "-addr", "127.0.0.1:0",
 		"-max-streams", strconv.Itoa(benchMaxStreams))
-	return o.start(ctx, childSpec{name: "sink", argv: argv, env: o.cfg.SelfEnv, cpu: o.loadCPU, listenLine: true})
+	return o.start(ctx, childSpec{name: "sink", argv: argv, env: o.cfg.SelfEnv, cpu: cpu, listenLine: true})
 }
 
 // startPeer starts peer, speaking protocol to the load generator and (but

@@ -47,6 +47,7 @@ const (
 	ScenarioHeld       = "held"
 	ScenarioThroughput = "throughput"
 	ScenarioSeed       = "seed"
+	ScenarioBurst      = "burst"
 )
 
 // Config configures a run. Every zero value means the full bench.
@@ -101,6 +102,9 @@ type Config struct {
 	Warmup, Window time.Duration
 	// Seed is the seed scenario.
 	Seed SeedConfig
+	// BurstEvents is the size of each burst of the burst scenario. If
+	// zero, 5000 times Scale.
+	BurstEvents int
 	// ProxyEnv is added to the environment of the proxy (and proxy-pprof)
 	// peer, after the bench's own settings: for experiments such as GOGC.
 	ProxyEnv []string
@@ -156,7 +160,7 @@ func (c *Config) defaults() error {
 		c.Peers = []string{PeerProxy, PeerHAProxy, PeerNaive, PeerNaiveDefault, PeerNginx}
 	}
 	if c.Scenarios == nil {
-		c.Scenarios = []string{ScenarioHeld, ScenarioThroughput, ScenarioSeed}
+		c.Scenarios = []string{ScenarioHeld, ScenarioThroughput, ScenarioBurst, ScenarioSeed}
 	}
 	if c.HeldH2C == nil {
 		c.HeldH2C = scaled([]int{1000, 10000, 50000, 100000}, s)
@@ -175,6 +179,9 @@ func (c *Config) defaults() error {
 	}
 	c.Warmup = orDur(c.Warmup, scaledDur(time.Second, s, time.Second))
 	c.Window = orDur(c.Window, scaledDur(10*time.Second, s, time.Second))
+	if c.BurstEvents <= 0 {
+		c.BurstEvents = scaled([]int{5000}, s)[0]
+	}
 	if c.Seed.Sources <= 0 {
 		c.Seed.Sources = scaled([]int{5000}, s)[0]
 	}
@@ -232,6 +239,8 @@ func Run(ctx context.Context, cfg Config) (*result.Results, error) {
 			o.throughput(ctx)
 		case ScenarioSeed:
 			o.seed(ctx)
+		case ScenarioBurst:
+			o.bursts(ctx)
 		default:
 			return o.res, fmt.Errorf("unknown scenario %q", sc)
 		}
@@ -283,6 +292,24 @@ func (o *orch) throughput(ctx context.Context) {
 				proto, peer, r.RPS, r.CPUMicrosPerRequest, r.LoadCPUSeconds, r.SinkCPUSeconds, r.Latency.P99, r.Errors)
 			_ = o.save()
 		}
+	}
+}
+
+// bursts runs the burst scenario for the peers that take async
+// hand-offs, after the same bursts straight at the sink.
+func (o *orch) bursts(ctx context.Context) {
+	for _, peer := range append([]string{PeerDirect}, o.cfg.Peers...) {
+		if ctx.Err() != nil {
+			return
+		}
+		if peer != PeerDirect && !holdsAsync(peer) {
+			continue
+		}
+		r := o.runBurst(ctx, peer)
+		o.res.Burst = append(o.res.Burst, r)
+		o.logf("burst %-13s %d × %d events on %d connections: answer p50 %.2f ms p99 %.2f ms max %.2f ms, %d errors, cpu %.2fs %s",
+			peer, r.Bursts, r.Events, r.Conns, r.HandOff.P50, r.HandOff.P99, r.HandOff.Max, r.Errors, r.CPUSeconds, r.Note)
+		_ = o.save()
 	}
 }
 

@@ -36,9 +36,10 @@ import (
 func TestSmoke(t *testing.T) {
 	res := runSmoke(t, "off", PeerProxy, PeerNaive)
 	// Held: both peers over h2c and HTTP/1.1, the proxy async too;
-	// throughput: the direct baseline and both peers, each protocol.
-	if len(res.Held) != 5 || len(res.Throughput) != 6 || len(res.Seed) != 2 {
-		t.Fatalf("runs: %d held, %d throughput, %d seed; want 5, 6, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	// throughput: the direct baseline and both peers, each protocol;
+	// bursts: straight at a sink, then async to the proxy.
+	if len(res.Held) != 5 || len(res.Throughput) != 6 || len(res.Burst) != 2 || len(res.Seed) != 2 {
+		t.Fatalf("runs: %d held, %d throughput, %d burst, %d seed; want 5, 6, 2, 2", len(res.Held), len(res.Throughput), len(res.Burst), len(res.Seed))
 	}
 	checkMeasured(t, res)
 }
@@ -52,9 +53,10 @@ func TestHAProxyPeer(t *testing.T) {
 		t.Fatalf("notes: %v", res.Notes)
 	}
 	// Held over h2c and HTTP/1.1 (no async hand-off); throughput direct
-	// and through HAProxy, each protocol; seed direct and through HAProxy.
-	if len(res.Held) != 2 || len(res.Throughput) != 4 || len(res.Seed) != 2 {
-		t.Fatalf("runs: %d held, %d throughput, %d seed; want 2, 4, 2", len(res.Held), len(res.Throughput), len(res.Seed))
+	// and through HAProxy, each protocol; bursts only straight at a sink;
+	// seed direct and through HAProxy.
+	if len(res.Held) != 2 || len(res.Throughput) != 4 || len(res.Burst) != 1 || len(res.Seed) != 2 {
+		t.Fatalf("runs: %d held, %d throughput, %d burst, %d seed; want 2, 4, 1, 2", len(res.Held), len(res.Throughput), len(res.Burst), len(res.Seed))
 	}
 	checkMeasured(t, res)
 	if s := res.Seed[1]; s.Mode != "haproxy-sync" || s.Errors != 0 || s.PeakSenderInflight == 0 {
@@ -89,6 +91,7 @@ func runSmoke(t *testing.T, haproxy string, peers ...string) *result.Results {
 		Warmup:      100 * time.Millisecond,
 		Window:      500 * time.Millisecond,
 		Seed:        SeedConfig{Sources: 20, Period: 500 * time.Millisecond, Hold: time.Second, Duration: 2 * time.Second},
+		BurstEvents: 40,
 		Out:         out,
 		Log:         &log,
 	})
@@ -121,6 +124,13 @@ func checkMeasured(t *testing.T, res *result.Results) {
 		// The direct baseline has no peer whose CPU would count.
 		if tr.Requests == 0 || tr.RPS <= 0 || (tr.CPUSeconds <= 0) != (tr.Peer == PeerDirect) || tr.Latency.Count == 0 || tr.Errors != 0 {
 			t.Errorf("throughput run measured nothing: %+v", tr)
+		}
+	}
+	for _, b := range res.Burst {
+		// 3 bursts of 40 may take less CPU than the clock's tick: CPU is
+		// not checked.
+		if b.Bursts == 0 || b.Errors != 0 || b.HandOff.Count != b.Bursts*b.Events || b.Note != "" {
+			t.Errorf("burst run measured nothing: %+v", b)
 		}
 	}
 	for _, s := range res.Seed {

@@ -27,7 +27,7 @@ import (
 
 // Generated blocks of docs/benchmarks.md, in the order a new file gets
 // them. Text outside the blocks is kept as written.
-var blocks = []string{"machine", "targets", "held", "throughput", "seed", "plots", "gobench"}
+var blocks = []string{"machine", "targets", "held", "throughput", "burst", "seed", "plots", "gobench"}
 
 func begin(name string) string { return "<!-- BEGIN generated:" + name + " -->" }
 func end(name string) string   { return "<!-- END generated:" + name + " -->" }
@@ -50,6 +50,7 @@ func Sections(d Doc) map[string]string {
 		"targets":    targets(r),
 		"held":       heldTable(r),
 		"throughput": throughputTable(r),
+		"burst":      burstTable(r),
 		"seed":       seedTable(r),
 		"plots":      plots(d.PlotDir),
 	}
@@ -149,6 +150,24 @@ func throughputTable(r *result.Results) string {
 	}
 	return table([]string{"protocol", "peer", "req/s", "CPU µs/req", "peer cores busy", "load gen CPU s", "sink CPU s",
 		"p50 ms", "p99 ms", "errors"}, rows)
+}
+
+func burstTable(r *result.Results) string {
+	var rows [][]string
+	for _, b := range r.Burst {
+		peer, cpu, perEvent := b.Peer, f2(b.CPUSeconds), "–"
+		if b.Peer == "direct" {
+			peer, cpu = "a Go HTTP/2 server answering at once", "–"
+		} else if n := b.Events * b.Bursts; n > 0 {
+			perEvent = f1(b.CPUSeconds * 1e6 / float64(n))
+		}
+		rows = append(rows, []string{
+			peer, fmt.Sprintf("%d × %d", b.Bursts, b.Events), fmt.Sprint(b.Conns),
+			f2(b.HandOff.P50), f2(b.HandOff.P99), f2(b.HandOff.Max), fmt.Sprint(b.Errors), cpu, perEvent, b.Note,
+		})
+	}
+	return table([]string{"answered by", "bursts × events", "connections", "answer p50 ms", "p99 ms", "max ms", "errors",
+		"peer CPU s", "CPU µs per event", "note"}, rows)
 }
 
 func seedTable(r *result.Results) string {

@@ -96,10 +96,13 @@ func sample() *result.Results {
 			{Peer: "proxy", Protocol: "h2c", Requests: 850, Seconds: 1, RPS: 850, CPUSeconds: 0.05},
 			{Peer: "haproxy", Protocol: "h2c", Requests: 700, Seconds: 1, RPS: 700, CPUSeconds: 0.03},
 		},
+		Burst: []result.BurstRun{
+			{Peer: "direct", Events: 5000, HandOff: result.Latency{Count: 10, P50: 80, P99: 150}},
+			{Peer: "proxy", Events: 5000, HandOff: result.Latency{Count: 10, P50: 100, P99: 300}},
+		},
 		Seed: []result.SeedRun{
 			{Mode: "direct", Sent: 10, PeakSenderRSSKB: 5000, Samples: []result.SeedSample{{T: 1, SenderRSSKB: 4000, SenderInflight: 5}, {T: 2, SenderRSSKB: 5000, SenderInflight: 10}}},
-			{Mode: "proxy-async", Peer: "proxy", Sources: 5000, Sent: 10, PeakProxyRSSKB: 9000,
-				HandOff: result.Latency{Count: 10, P50: 100, P99: 300}, Samples: []result.SeedSample{{T: 1, SenderRSSKB: 3000, ProxyRSSKB: 9000, SinkHeld: 10}}},
+			{Mode: "proxy-async", Peer: "proxy", Sent: 10, PeakProxyRSSKB: 9000, Samples: []result.SeedSample{{T: 1, SenderRSSKB: 3000, ProxyRSSKB: 9000, SinkHeld: 10}}},
 		},
 	}
 }
@@ -114,7 +117,7 @@ func TestTargets(t *testing.T) {
 		"p50 ≤ 2 ms at every N | worst 0.30 ms (h2c N=1000) | worst 0.30 ms (h2c N=100000) | worst 0.30 ms (h2c N=1000) | not measured | **met**",
 		"p99 ≤ 50 ms at every N | worst 60.00 ms (http1 N=1000) | worst 8.00 ms (h2c N=100000) | worst 900.00 ms (h2c N=100000) | not measured | **not met**",
 		"over HTTP/1.1 | 40.0 µs | not measured | 90.0 µs | not measured | **met**",
-		"burst of 5000 async events, p99 ≤ 250 ms on one core | p99 300.00 ms (p50 100.00) | no async hand-off | no async hand-off | no async hand-off | **not met**",
+		"burst of 5000 async events, p99 ≤ 250 ms on one core | p99 300.00 ms (p50 100.00); a server answering at once: p99 150.00 ms | no async hand-off | no async hand-off | no async hand-off | **not met**",
 		"straight at the sink | 0.85 (850 of 1000 req/s) | 0.70 (700 of 1000 req/s) | not measured | not measured | **met**",
 	} {
 		if !strings.Contains(got, want) {

@@ -42,6 +42,7 @@ type Results struct {
 	// peer, protocol and size.
 	Held       []HeldRun       `json:"held"`
 	Throughput []ThroughputRun `json:"throughput"`
+	Burst      []BurstRun      `json:"burst,omitempty"`
 	Seed       []SeedRun       `json:"seed"`
 	// Notes are things the run could not do (a peer missing, a limit hit).
 	Notes []string `json:"notes,omitempty"`
@@ -123,6 +124,25 @@ type HeldRun struct {
 	RampAdded Latency `json:"rampAddedLatency"`
 	// Note says why a run stopped short.
 	Note string `json:"note,omitempty"`
+}
+
+// BurstRun is bursts of events arriving at a peer at the same instant,
+// each burst split over a few h2c connections and written at once.
+type BurstRun struct {
+	Peer string `json:"peer"`
+	// Events is the size of a burst; Bursts how many were sent, one after
+	// the other, while the deliveries of the ones before were held.
+	Events int `json:"events"`
+	Bursts int `json:"bursts"`
+	Conns  int `json:"conns"`
+	// HandOff is each event's time from the burst's write to its answer:
+	// the 202 of an async hand-off, or the sink's answer direct.
+	HandOff Latency `json:"handOffLatency"`
+	// Errors counts events not answered as expected.
+	Errors int `json:"errors"`
+	// CPUSeconds is the peer's CPU time over the bursts.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	Note       string  `json:"note,omitempty"`
 }
 
 // ThroughputRun is one peer forwarding to the fast sink as fast as the
