@@ -51,11 +51,13 @@ type observeHandler struct {
 // the bottom of every call's stack, so the handler keeps no more in it
 // than a pointer to this.
 type observation struct {
-	sw    statusWriter
-	c     *call
-	r     *http.Request // the request passed on (with its span, when traced)
-	start time.Time
-	span  trace.Span // nil when the request is not traced
+	sw statusWriter
+	c  *call
+	// header is the request's, for its log line (logAnswer): a held call
+	// keeps no request of its own here, only the forwarder's outbound one.
+	header http.Header
+	start  time.Time
+	span   trace.Span // nil when the request is not traced
 
 	// A held request (hold): the server's stream, detached from the
 	// handler's goroutine, ends when end is called.
@@ -76,9 +78,10 @@ func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.hold(d, w, r)
 		return
 	}
-	o := h.begin(&observation{}, w, r)
+	o := &observation{}
+	r = h.begin(o, w, r)
 	defer h.end(o)
-	h.next.ServeHTTP(&o.sw, o.r)
+	h.next.ServeHTTP(&o.sw, r)
 }
 
 // hold serves a request whose stream can outlive the handler (an HTTP/2
@@ -90,9 +93,9 @@ func (h *observeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *observeHandler) hold(d detacher, w http.ResponseWriter, r *http.Request) {
 	o := &observation{h: h, end: d.Detach()}
 	defer h.settle(o)
-	h.begin(o, w, r)
+	r = h.begin(o, w, r)
 	o.c.held = o
-	h.next.ServeHTTP(&o.sw, o.r)
+	h.next.ServeHTTP(&o.sw, r)
 }
 
 // settle ends a held request once the chain returns, unless its call
@@ -132,17 +135,19 @@ func (o *observation) resumed() {
 	o.end(p)
 }
 
-func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *observation {
+// begin starts o's record of r and returns the request to pass on (with
+// its span, when traced).
+func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *http.Request {
 	start := time.Now()
 	o.sw.ResponseWriter, o.c, o.start = w, &call{metrics: h.m, start: start}, start
 	o.sw.c = o.c // the handlers find it there (callOf): r is not copied
-	o.r = r
+	o.header = r.Header
 	if _, forwarding := r.Header[delivery.HeaderForwardTo]; h.tr != nil && (forwarding || !isProbe(r)) {
 		var ctx context.Context
 		ctx, o.span = h.tr.start(r.WithContext(withCall(r.Context(), o.c)))
-		o.r = r.WithContext(ctx)
+		r = r.WithContext(ctx)
 	}
-	return o
+	return r
 }
 
 // end records o's outcome (record) once the chain returns, then goes on
@@ -163,7 +168,7 @@ func (h *observeHandler) record(o *observation, p any) {
 	if !o.c.probe {
 		out := outcomeOf(o.c, o.sw.status, o.sw.reason)
 		if (o.sw.reason != "" || o.c.brokeOff != nil) && h.lines.take() {
-			logAnswer(h.logger, o.r, o.c, out, &o.sw)
+			logAnswer(h.logger, o.header, o.c, out, &o.sw)
 		}
 		if p != nil {
 			out = outcomeFailed
@@ -178,7 +183,7 @@ func (h *observeHandler) record(o *observation, p any) {
 // logAnswer writes the one line of a call the proxy refused (info) or
 // could not complete (warning), or whose answer broke off after its head
 // went to the caller (warning).
-func logAnswer(logger *zap.SugaredLogger, r *http.Request, c *call, o outcome, sw *statusWriter) {
+func logAnswer(logger *zap.SugaredLogger, header http.Header, c *call, o outcome, sw *statusWriter) {
 	msg, level := "Refused a call", zapcore.InfoLevel
 	switch {
 	case c.brokeOff != nil:
@@ -198,7 +203,7 @@ func logAnswer(logger *zap.SugaredLogger, r *http.Request, c *call, o outcome, s
 	}
 	logger.Logw(level, msg, zap.String("reason", string(sw.reason)), zap.Int("status", sw.status),
 		zap.String("tenant", c.tenant), zap.String("destination", host),
-		zap.String("ceId", r.Header.Get("Ce-Id")), zap.String("message", message))
+		zap.String("ceId", header.Get("Ce-Id")), zap.String("message", message))
 }
 
 // statusWriter remembers the status written and the proxy's own reason.

@@ -89,13 +89,16 @@ func (c *conn) dispatch() {
 		c.pending[i] = nil
 		c.mu.Lock()
 		live := c.streams[st.id] == st && st.err == nil
+		req := st.req
 		if !live {
 			c.releaseLocked(st)
+		} else {
+			st.dispatched = true
+			st.dropReq()
 		}
 		c.mu.Unlock()
 		if live {
-			st.dispatched = true
-			go c.runHandler(st)
+			go c.runHandler(st, req)
 		}
 	}
 	c.pending = c.pending[:0]

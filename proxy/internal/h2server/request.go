@@ -113,6 +113,7 @@ func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request,
 		length = 0
 	}
 	st.continued = length == 0
+	st.rw.head = method == http.MethodHead
 	if vv := h["Expect"]; len(vv) == 1 && strings.EqualFold(vv[0], "100-continue") {
 		st.rw.expectContinue = true
 	}

@@ -33,8 +33,11 @@ import (
 // http.Request. Fields below "guarded by c.mu" are; the response half
 // (responseWriter) belongs to whoever writes the answer.
 type stream struct {
-	c    *conn
-	id   uint32
+	c  *conn
+	id uint32
+	// req is the request until its handler has it and its body is over
+	// (dropReq): a held call then keeps no copy of it here, and the
+	// forwarder's outbound one is all that is left. The read loop's.
 	req  *http.Request
 	rctx requestState // req's context (requestContext)
 
@@ -216,8 +219,17 @@ func (c *conn) onTrailersLocked(st *stream, f *http2.MetaHeadersFrame) error {
 		st.req.Trailer[k] = append(st.req.Trailer[k], hf.Value)
 	}
 	st.eof = true
+	st.dropReq()
 	st.signalLocked()
 	return nil
+}
+
+// dropReq forgets the request once its handler has it and no trailer can
+// come for it any more; on the read loop.
+func (st *stream) dropReq() {
+	if st.dispatched && st.eof {
+		st.req = nil
+	}
 }
 
 var errBodyLength = errors.New("h2server: the body's length differs from its content-length")
@@ -289,6 +301,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		st.buf = append(st.buf, data...)
 	}
 	st.eof = f.StreamEnded()
+	st.dropReq()
 	var grow, sgrow int64
 	if drop > 0 {
 		grow = c.refundLocked(drop)

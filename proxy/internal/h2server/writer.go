@@ -38,6 +38,7 @@ type responseState struct {
 	wroteHeader    bool // the status is decided
 	sentHeader     bool // the HEADERS frame is out
 	noBody         bool // HEAD, 204, 304: Write takes nothing
+	head           bool // the request is a HEAD
 	expectContinue bool
 	declared       int64 // the answer's content-length, or -1
 	written        int64
@@ -85,7 +86,7 @@ func (w *responseWriter) WriteHeader(code int) {
 			rw.declared = n
 		}
 	}
-	rw.noBody = w.req.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified
+	rw.noBody = rw.head || code == http.StatusNoContent || code == http.StatusNotModified
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
@@ -286,7 +287,7 @@ func (c *conn) writeBlockLocked(id uint32, end bool) error {
 
 // runHandler runs the stream's handler on the goroutine onHeaders started
 // for it, and ends the stream when it returns, unless it detached.
-func (c *conn) runHandler(st *stream) {
+func (c *conn) runHandler(st *stream, req *http.Request) {
 	defer func() {
 		p := recover()
 		if st.rw.detached && p == nil {
@@ -294,7 +295,7 @@ func (c *conn) runHandler(st *stream) {
 		}
 		c.finish(st, p)
 	}()
-	c.h.ServeHTTP((*responseWriter)(st), st.req)
+	c.h.ServeHTTP((*responseWriter)(st), req)
 }
 
 // finish ends st's answer, once: cleanly, or with a reset when the
