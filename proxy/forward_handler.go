@@ -30,6 +30,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/internal/callctx"
 )
 
 // ForwardParams configure how calls reach their destinations.
@@ -212,12 +213,14 @@ func (x *forwarding) resumed(resp *http.Response, err error) {
 // undoes. It lives on the heap rather than in ServeHTTP's frame, which is
 // on the way to the call's deepest point (docs/benchmarks.md).
 type forwarding struct {
+	// ctx is the call's context, in this record rather than one of its
+	// own (callctx: a held call's cheapest).
+	ctx     callctx.Context
 	out     *http.Request // the request to the destination
 	c       *call
 	h2c     bool
-	cancel  context.CancelFunc // ends the call's context
-	stop    func() bool        // unregisters the drain deadline's cancel; nil without one
-	stalled func()             // clears the stalled-caller guard; nil before the answer
+	stop    func() bool // unregisters the drain deadline's cancel; nil without one
+	stalled func()      // clears the stalled-caller guard; nil before the answer
 
 	f *forwarder          // for what runs after ServeHTTP returned (outlive)
 	w http.ResponseWriter // the caller of a call that outlives the chain
@@ -228,12 +231,12 @@ type forwarding struct {
 // request to the destination.
 func (f *forwarder) begin(w http.ResponseWriter, r *http.Request) *forwarding {
 	c := callOf(w, r)
-	ctx, cancel := context.WithTimeout(r.Context(), c.timeout)
-	x := &forwarding{c: c, cancel: cancel, f: f}
+	x := &forwarding{c: c, f: f}
+	x.ctx.Start(r.Context(), c.timeout)
 	if f.p.Stop != nil && r.Context().Value(stopScope{}) != f.p.Stop {
-		x.stop = context.AfterFunc(f.p.Stop, cancel)
+		x.stop = context.AfterFunc(f.p.Stop, x.ctx.Cancel)
 	}
-	x.out = r.WithContext(ctx)
+	x.out = r.WithContext(&x.ctx)
 	x.h2c = f.p.useH2C(c)
 	f.outbound(x.out, c, w)
 	return x
@@ -251,7 +254,7 @@ func (f *forwarder) end(x *forwarding) {
 	if x.stop != nil {
 		x.stop()
 	}
-	x.cancel()
+	x.ctx.Cancel()
 }
 
 // preReadMax is the largest declared body read before an HTTP/1.1 call

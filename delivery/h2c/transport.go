@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/callctx"
 )
 
 // ErrResponseHeaderTooLarge fails a call whose answer's header list is
@@ -195,7 +197,7 @@ func (t *Transport) goAttempt(o *outgoing, attempt int, done func(*http.Response
 		go fail(err)
 		return
 	}
-	stop := context.AfterFunc(ctx, func() { c.reset(s, http2.ErrCodeCancel, ctx.Err()) })
+	stop := callctx.AfterFunc(ctx, func() { c.reset(s, http2.ErrCodeCancel, ctx.Err()) })
 	c.mu.Lock()
 	s.stopCtx = stop
 	s.armed = true
