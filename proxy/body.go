@@ -78,7 +78,7 @@ type guardedBody struct {
 	// cut: the timer fired during a Read and set a read deadline in the
 	// past; cutSlow: it was armed for the rate, not for idle.
 	cut, cutSlow bool
-	timer        *time.Timer // the guards; nil until the first Read
+	timer        *time.Timer // the guards; nil until the first Read, and once closed
 	ctl          *http.ResponseController
 	lim          bodyLimits
 	// n is the bytes read, waited the time the reads waited; the reading
@@ -132,7 +132,9 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 	b.waited += b.lim.now().Sub(start)
 	b.mu.Lock()
 	b.reading = false
-	b.timer.Stop()
+	if b.timer != nil { // Close drops it
+		b.timer.Stop()
+	}
 	closed, cut, cutSlow := b.closed, b.cut, b.cutSlow
 	b.mu.Unlock()
 	if closed {
@@ -244,7 +246,10 @@ func (b *guardedBody) Close() error {
 	}
 	b.closed = true
 	if b.timer != nil {
+		// No Read arms it again: a call held after its body went out
+		// keeps no timer for it.
 		b.timer.Stop()
+		b.timer = nil
 	}
 	switch {
 	case b.stalled.Load() || b.reading:

@@ -237,3 +237,22 @@ func TestTrickledBodyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedBodyKeepsNoTimer: a call held after its body went out keeps
+// no guard timer for it, and a Read after Close arms none.
+func TestClosedBodyKeepsNoTimer(t *testing.T) {
+	b := newGuardedBody(httptest.NewRecorder(), io.NopCloser(strings.NewReader("event")), bodyLimits{max: 1 << 10, idle: time.Minute})
+	if _, err := b.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if b.timer == nil {
+		t.Fatal("a Read armed no guard")
+	}
+	_ = b.Close()
+	if _, err := b.Read(make([]byte, 5)); !errors.Is(err, http.ErrBodyReadAfterClose) {
+		t.Errorf("Read after Close: %v", err)
+	}
+	if b.timer != nil {
+		t.Error("the closed body still keeps its guard timer")
+	}
+}
