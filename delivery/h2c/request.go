@@ -51,7 +51,10 @@ type outgoing struct {
 	body io.ReadCloser
 	// streaming: the body went to its writer, which closes it.
 	streaming bool
-	trailers  bool // the request's Te lists trailers
+	trailers  bool  // the request's Te lists trailers
+	attempt   uint8 // a Go call's attempts that failed so far
+	// answered gets a Go call's answer or error (Transport.Go).
+	answered func(*http.Response, error)
 	// headerSize is the header list's size as HTTP/2 counts it.
 	headerSize int64
 }

@@ -112,7 +112,7 @@ func (c *conn) response(s *stream, f *http2.MetaHeadersFrame, code int) (*http.R
 		ProtoMajor:    2,
 		Header:        make(http.Header, len(fields)),
 		ContentLength: -1,
-		Request:       s.req,
+		Request:       s.o.req,
 	}
 	for _, hf := range fields {
 		key := textproto.CanonicalMIMEHeaderKey(hf.Name)
@@ -138,7 +138,7 @@ func (c *conn) response(s *stream, f *http2.MetaHeadersFrame, code int) (*http.R
 			resp.Header[key] = append(resp.Header[key], hf.Value)
 		}
 	}
-	if s.req.Method == http.MethodHead || code == http.StatusNotModified {
+	if s.o.req.Method == http.MethodHead || code == http.StatusNotModified {
 		// Such an answer names the length of a body it does not carry
 		// (RFC 9110 9.3.2, 15.4.5): the length is not the body's.
 		s.declared = -1
@@ -349,8 +349,8 @@ func (b *body) Read(p []byte) (int, error) {
 		c.mu.Unlock()
 		select {
 		case <-ready:
-		case <-s.req.Context().Done():
-			err := s.req.Context().Err()
+		case <-s.o.req.Context().Done():
+			err := s.o.req.Context().Err()
 			c.reset(s, http2.ErrCodeCancel, err)
 			return 0, err
 		}

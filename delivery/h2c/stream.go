@@ -33,27 +33,33 @@ const maxInformational = 16
 // holds this record and its ready channel, nothing else. The fields below
 // ready are guarded by the connection's mu.
 type stream struct {
-	c   *conn
-	id  uint32
-	req *http.Request
+	c  *conn
+	id uint32
+	// eof: the destination ended the stream; buf holds the rest.
+	eof bool
+	// sentEnd: our side of the stream is over (END_STREAM or RST).
+	sentEnd bool
+	// gone: the stream left the connection's table.
+	gone bool
+	// armed: Go's start is over, answerGo may run; notified: it has been
+	// started. stopCtx unhooks a Go call's context watch.
+	armed    bool
+	notified bool
+	o        *outgoing // the call
 	// ready is signalled (never blocking) whenever the state below
 	// changes: the caller waiting for the answer, or reading the body,
 	// looks again. Made by the first to wait (readyLocked): a call
 	// started with Go waits for nothing until its answer is there.
-	ready chan struct{}
-	// notify, for a call started with Go, runs once, on a goroutine of
-	// its own, when the answer or the end is there.
-	notify func()
+	ready   chan struct{}
+	stopCtx func() bool
 
 	resp *http.Response
 	// err ends the stream: the destination reset it, the connection
 	// broke, or the caller gave up.
 	err error
 	// The answer's body: received and not yet read, buf[off:].
-	buf []byte
-	off int
-	// eof: the destination ended the stream; buf holds the rest.
-	eof      bool
+	buf      []byte
+	off      int
 	declared int64 // the answer's content-length, or -1
 	// trailer holds the answer's trailers until the caller reads to EOF.
 	trailer  http.Header
@@ -64,15 +70,6 @@ type stream struct {
 	recvWindow int64
 	unacked    int64
 	sendWindow int64
-	// sentEnd: our side of the stream is over (END_STREAM or RST).
-	sentEnd bool
-	// gone: the stream left the connection's table.
-	gone bool
-	// armed: Go's start is over, notify may run; notified: it has been
-	// started. stopCtx unhooks a Go call's context watch.
-	armed    bool
-	notified bool
-	stopCtx  func() bool
 }
 
 // readyLocked returns s.ready, made if need be, for a caller that looked
@@ -94,7 +91,7 @@ func (s *stream) signal() {
 	}
 	if s.armed && !s.notified && (s.resp != nil || s.err != nil) {
 		s.notified = true
-		go s.notify()
+		go s.answerGo()
 	}
 }
 
@@ -143,7 +140,7 @@ func (c *conn) await(ctx context.Context, s *stream) (*http.Response, error) {
 }
 
 func newStream(c *conn, o *outgoing) *stream {
-	return &stream{c: c, req: o.req, declared: -1}
+	return &stream{c: c, o: o, declared: -1}
 }
 
 // start opens s on c, which holds a reservation for it, and leaves a body

@@ -159,50 +159,67 @@ func (t *Transport) Go(req *http.Request, done func(*http.Response, error)) {
 		go done(nil, err)
 		return
 	}
-	t.goAttempt(o, 1, done)
+	o.answered = done
+	t.goAttempt(o)
 }
 
-func (t *Transport) goAttempt(o *outgoing, attempt int, done func(*http.Response, error)) {
+// goAttempt starts attempt number o.attempt+1 of a call started with Go.
+// What the attempt needs once it is out lives in o and its stream, so that
+// a held call keeps no closure of its own.
+func (t *Transport) goAttempt(o *outgoing) {
 	ctx := o.req.Context()
-	fail := func(err error) {
-		if again(ctx, o, attempt, err) {
-			t.goAttempt(o, attempt+1, done)
-			return
-		}
-		o.done()
-		done(nil, err)
-	}
 	c, err := t.conn(ctx, hostPort(o.req.URL))
 	if err != nil {
-		go fail(err)
+		go t.goFailed(o, err)
 		return
 	}
 	s := newStream(c, o)
-	s.notify = func() {
-		c.mu.Lock()
-		resp, err, stop := s.resp, s.err, s.stopCtx
-		c.mu.Unlock()
-		if stop != nil {
-			stop()
-		}
-		if resp != nil {
-			done(resp, nil)
-			return
-		}
-		fail(err)
-	}
 	if err := c.start(ctx, s, o); err != nil {
 		// The stream may have been ended too: it is not armed, so its
-		// notify does not run, and this is the one answer.
-		go fail(err)
+		// answerGo does not run, and this is the one answer.
+		go t.goFailed(o, err)
 		return
 	}
-	stop := callctx.AfterFunc(ctx, func() { c.reset(s, http2.ErrCodeCancel, ctx.Err()) })
+	stop := callctx.AfterFunc(ctx, s.cancelByContext)
 	c.mu.Lock()
 	s.stopCtx = stop
 	s.armed = true
 	s.signal() // the answer or the end may be there already
 	c.mu.Unlock()
+}
+
+// goFailed ends attempt number o.attempt+1 of a Go call with err: the
+// call goes out again when it may (again), else its caller gets err.
+func (t *Transport) goFailed(o *outgoing, err error) {
+	o.attempt++
+	if again(o.req.Context(), o, int(o.attempt), err) {
+		t.goAttempt(o)
+		return
+	}
+	o.done()
+	o.answered(nil, err)
+}
+
+// answerGo gives a Go call's caller its answer, or fails the attempt; it
+// runs once, on a goroutine of its own (signal).
+func (s *stream) answerGo() {
+	c := s.c
+	c.mu.Lock()
+	resp, err, stop := s.resp, s.err, s.stopCtx
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if resp != nil {
+		s.o.answered(resp, nil)
+		return
+	}
+	c.t.goFailed(s.o, err)
+}
+
+// cancelByContext resets a Go call's stream once its context ends.
+func (s *stream) cancelByContext() {
+	s.c.reset(s, http2.ErrCodeCancel, s.o.req.Context().Err())
 }
 
 // conn returns a connection to addr with a stream reserved for the
