@@ -122,6 +122,9 @@ func (h *observeHandler) settle(o *observation) {
 	}
 	h.record(o, p)
 	o.end(p)
+	// An async call's delivery goes on without its request: the call no
+	// longer keeps the observation, nor through it the server's stream.
+	o.c.held = nil
 }
 
 // resumed ends a held request whose call the forwarder suspended or handed
