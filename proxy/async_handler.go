@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/internal/callctx"
 )
 
 // AsyncParams configure asynchronous delivery.
@@ -205,7 +206,12 @@ func (a *Async) deliver(j *job) { a.try(j, 0) }
 
 // try makes attempt number attempt (0 the first) of j.
 func (a *Async) try(j *job, attempt int) {
-	ctx, cancel := context.WithTimeout(a.ctx, j.c.timeout)
+	// Its own context (callctx) costs a held attempt less than
+	// context.WithTimeout with the h2c client's hook on it.
+	call := new(callctx.Context)
+	call.Start(a.ctx, j.c.timeout)
+	cancel := call.Cancel
+	var ctx context.Context = call
 	if j.span.IsValid() {
 		ctx = baggage.ContextWithBaggage(trace.ContextWithSpanContext(ctx, j.span), j.bag)
 	}
