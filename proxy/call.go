@@ -25,13 +25,20 @@ import (
 
 // call is what the handler chain learns about one request, built once by
 // the destination handler and read by the handlers after it.
+//
+// A held call keeps it for minutes: its one-byte fields sit together, so
+// that it fits a 256-byte allocation.
 type call struct {
 	dest      *url.URL      // validated destination
 	destKey   string        // host:port, the per-destination limit's key
 	namespace string        // destination namespace, "" when not a cluster service
 	tenant    string        // whom fairness counts this call against
 	timeout   time.Duration // deadline of the call to the destination
-	async     bool          // Prefer: respond-async
+
+	async         bool  // Prefer: respond-async
+	phase         phase // who ends the call (see phase); the chain's goroutine only
+	authenticated bool  // a verified caller (auth on)
+	probe         bool  // a probe, not a call: not counted
 
 	retries int           // async only: retries after the first attempt
 	backoff time.Duration // async only: first retry delay
@@ -39,7 +46,6 @@ type call struct {
 	body   *guardedBody // the request body, read on the caller's behalf
 	ticket Ticket       // admission slot
 	memory reservation  // what the call keeps of the memory budget; released with the slot
-	phase  phase        // who ends the call (see phase); the chain's goroutine only
 
 	held *observation // an HTTP/2 request, whose chain may outlive it (observeHandler.hold)
 	// brokeOff: the destination's answer broke off after its head went to
@@ -47,13 +53,11 @@ type call struct {
 	// on the goroutine that writes the answer.
 	brokeOff error
 
-	authenticated bool     // a verified caller (auth on)
 	caller        Identity // who, when authenticated
 	onlyNamespace string   // a caller that may reach only this namespace
 
 	metrics *Metrics  // nil records nothing
 	start   time.Time // arrival
-	probe   bool      // a probe, not a call: not counted
 }
 
 // hold counts the admitted call as held until release, with the bytes

@@ -56,8 +56,7 @@ type observation struct {
 	// header is the request's, for its log line (logAnswer): a held call
 	// keeps no request of its own here, only the forwarder's outbound one.
 	header http.Header
-	start  time.Time
-	span   trace.Span // nil when the request is not traced
+	span   trace.Span // nil when the request is not traced; its start is c.start
 
 	// A held request (hold): the server's stream, detached from the
 	// handler's goroutine, ends when end is called.
@@ -142,7 +141,7 @@ func (o *observation) resumed() {
 // its span, when traced).
 func (h *observeHandler) begin(o *observation, w http.ResponseWriter, r *http.Request) *http.Request {
 	start := time.Now()
-	o.sw.ResponseWriter, o.c, o.start = w, &call{metrics: h.m, start: start}, start
+	o.sw.ResponseWriter, o.c = w, &call{metrics: h.m, start: start}
 	o.sw.c = o.c // the handlers find it there (callOf): r is not copied
 	o.header = r.Header
 	if _, forwarding := r.Header[delivery.HeaderForwardTo]; h.tr != nil && (forwarding || !isProbe(r)) {
@@ -176,7 +175,7 @@ func (h *observeHandler) record(o *observation, p any) {
 		if p != nil {
 			out = outcomeFailed
 		}
-		h.m.ended(out, o.sw.status, time.Since(o.start).Seconds(), o.sw.reason)
+		h.m.ended(out, o.sw.status, time.Since(o.c.start).Seconds(), o.sw.reason)
 	}
 	if o.span != nil {
 		h.tr.end(o.span, o.c, o.sw.status, o.sw.reason, outcomeOf(o.c, o.sw.status, o.sw.reason))

@@ -21,6 +21,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"testing"
+	"unsafe"
 	"weak"
 
 	"go.uber.org/zap"
@@ -58,4 +59,22 @@ func TestDeliveringCallKeepsNoStream(t *testing.T) {
 		t.Error("the delivering call still keeps its request's stream")
 	}
 	runtime.KeepAlive(kept)
+}
+
+// TestHeldRecordsFitTheirSizeClass: the records a held call keeps for
+// minutes stay within the allocation size they were trimmed to; a field
+// that breaks this costs every held call the next size class.
+func TestHeldRecordsFitTheirSizeClass(t *testing.T) {
+	tests := []struct {
+		name      string
+		size, max uintptr
+	}{
+		{name: "call", size: unsafe.Sizeof(call{}), max: 256},
+		{name: "observation", size: unsafe.Sizeof(observation{}), max: 128},
+	}
+	for _, tt := range tests {
+		if tt.size > tt.max {
+			t.Errorf("%s is %d bytes, more than %d", tt.name, tt.size, tt.max)
+		}
+	}
 }

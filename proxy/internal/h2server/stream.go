@@ -67,9 +67,9 @@ type stream struct {
 	off       int
 	eof       bool
 	bodyShut  bool // the handler closed the body: what comes is dropped
+	continued bool // a 100 Continue went out, or none is due
 	declared  int64
 	received  int64
-	continued bool // a 100 Continue went out, or none is due
 	// Flow control: what the caller may still send on the stream, what
 	// was read and is not refunded yet, what we may still send.
 	recv       int64

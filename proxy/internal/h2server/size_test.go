@@ -1,0 +1,31 @@
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package h2server
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestStreamFitsItsSizeClass: a held call keeps its stream record for
+// minutes; a field that makes it larger costs every held call the next
+// size class (352 bytes).
+func TestStreamFitsItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(stream{}); n > 320 {
+		t.Errorf("stream is %d bytes, more than 320", n)
+	}
+}
