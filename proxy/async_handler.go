@@ -17,7 +17,6 @@ limitations under the License.
 package proxy
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -197,6 +196,29 @@ func readGrowing(body io.Reader, limit int64, m *reservation) ([]byte, error) {
 	}
 }
 
+// newBody is the event's body, to be read once more (http.Request.GetBody).
+func (j *job) newBody() (io.ReadCloser, error) { return &eventBody{b: j.body}, nil }
+
+// eventBody is an attempt's body: the event's bytes, which never change.
+type eventBody struct {
+	b   []byte
+	off int
+}
+
+func (e *eventBody) Read(p []byte) (int, error) {
+	if e.off >= len(e.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, e.b[e.off:])
+	e.off += n
+	return n, nil
+}
+
+func (e *eventBody) Close() error { return nil }
+
+// Bytes is the whole body, for a transport that sends it without a copy.
+func (e *eventBody) Bytes() []byte { return e.b }
+
 // deliver makes the job's first attempt. Each attempt starts on the
 // goroutine that calls it and ends in attempted, called with the answer;
 // a retry waits on a timer. While a destination speaking h2c holds an
@@ -215,13 +237,18 @@ func (a *Async) try(j *job, attempt int) {
 	if j.span.IsValid() {
 		ctx = baggage.ContextWithBaggage(trace.ContextWithSpanContext(ctx, j.span), j.bag)
 	}
-	req, err := http.NewRequestWithContext(ctx, j.method, "", bytes.NewReader(j.body))
+	req, err := http.NewRequestWithContext(ctx, j.method, "", nil)
 	if err != nil {
 		cancel()
 		a.attempted(j, attempt, nil, err)
 		return
 	}
 	req.URL, req.Host = j.c.dest, j.c.dest.Host
+	if len(j.body) > 0 {
+		// The h2c client sends it from the event's bytes (eventBody.Bytes),
+		// keeping no copy of its own.
+		req.Body, req.GetBody, req.ContentLength = &eventBody{b: j.body}, j.newBody, int64(len(j.body))
+	}
 	// The transport only reads the headers, unless tracing writes the
 	// attempt's trace context into them.
 	req.Header = j.header

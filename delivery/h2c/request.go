@@ -116,6 +116,12 @@ func newOutgoing(req *http.Request) (o *outgoing, err error) {
 		o.length = 0
 	}
 	o.trailers = httpguts.HeaderValuesContainsToken(req.Header["Te"], "trailers")
+	if b, ok := body.(wholeBody); ok && int64(len(b.Bytes())) == o.length && o.length <= readAheadMax && len(req.Trailer) == 0 {
+		// Its bytes are there already: a held call keeps them once.
+		o.data = b.Bytes()
+		_ = body.Close()
+		body = nil
+	}
 	if body != nil && o.length > 0 && o.length <= readAheadMax && len(req.Trailer) == 0 {
 		o.data = make([]byte, o.length)
 		n, err := io.ReadFull(body, o.data)
@@ -133,6 +139,14 @@ func newOutgoing(req *http.Request) (o *outgoing, err error) {
 		o.headerSize += int64(len(name) + len(value) + 32)
 	})
 	return o, nil
+}
+
+// wholeBody is a request body that has all its bytes at hand (the
+// proxy's async events), which must not change while the call lasts: a
+// small one is sent from them rather than read into a copy.
+type wholeBody interface {
+	io.ReadCloser
+	Bytes() []byte
 }
 
 func validMethod(m string) bool {
