@@ -63,8 +63,10 @@ type Async struct {
 // NewAsync returns the async hand-off handler.
 func NewAsync(p AsyncParams, logger *zap.SugaredLogger) *Async {
 	p.defaults()
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &Async{p: p, logger: logger, ctx: ctx, abort: cancel}
+	// A callctx root: every attempt and backoff hooks into it, for as long
+	// as its event is held, at the cost of a small record.
+	root := callctx.NewRoot()
+	a := &Async{p: p, logger: logger, ctx: root, abort: root.Cancel}
 	a.h1, a.h2c = p.roundTrippers()
 	return a
 }

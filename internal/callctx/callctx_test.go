@@ -110,3 +110,51 @@ func TestAfterFuncStop(t *testing.T) {
 		t.Error("a second stop reported it stopped the func")
 	}
 }
+
+// TestRoot: a Root's AfterFunc funcs run once it is cancelled, unless
+// stopped; Contexts started under it and contexts derived from it end
+// with it.
+func TestRoot(t *testing.T) {
+	r := NewRoot()
+	var c Context
+	c.Start(r, time.Hour)
+	defer c.Cancel()
+	derived, cancel := context.WithCancel(r)
+	defer cancel()
+	ran := make(chan string, 4)
+	stop := context.AfterFunc(r, func() { ran <- "stopped" })
+	context.AfterFunc(r, func() { ran <- "kept" })
+	if !stop() || stop() {
+		t.Error("stop did not report one stop")
+	}
+	if r.Err() != nil {
+		t.Fatalf("Err before Cancel = %v", r.Err())
+	}
+	r.Cancel()
+	r.Cancel()
+	for _, ch := range []<-chan struct{}{r.Done(), c.Done(), derived.Done()} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the root, its Context or a derived context did not end")
+		}
+	}
+	select {
+	case s := <-ran:
+		if s != "kept" {
+			t.Errorf("ran %q, want kept", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the AfterFunc did not run")
+	}
+	if !errors.Is(c.Err(), context.Canceled) || !errors.Is(r.Err(), context.Canceled) {
+		t.Errorf("Err = %v and %v, want Canceled", c.Err(), r.Err())
+	}
+	late := make(chan struct{})
+	r.AfterFunc(func() { close(late) })
+	select {
+	case <-late:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an AfterFunc registered after the end did not run")
+	}
+}
