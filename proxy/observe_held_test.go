@@ -40,6 +40,17 @@ func (d *detachedRecorder) Detach() func(p any) { return func(any) { d.ended = t
 // whose call goes on in the background (async) has returned, the call no
 // longer keeps the observation, nor through it the server's stream.
 func TestDeliveringCallKeepsNoStream(t *testing.T) {
+	kept, stream := serveDelivering(t)
+	runtime.GC()
+	if kept.held != nil || stream.Value() != nil {
+		t.Error("the delivering call still keeps its request's stream")
+	}
+	runtime.KeepAlive(kept)
+}
+
+// serveDelivering serves one HTTP/2-like request whose call goes on in
+// the background, and returns the call and its writer, weakly held.
+func serveDelivering(t *testing.T) (*call, weak.Pointer[detachedRecorder]) {
 	var kept *call
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kept = callOf(w, r)
@@ -48,17 +59,11 @@ func TestDeliveringCallKeepsNoStream(t *testing.T) {
 	})
 	h := NewObserveHandler(nil, nil, zap.NewNop().Sugar(), 0, next)
 	w := &detachedRecorder{ResponseRecorder: httptest.NewRecorder()}
-	stream := weak.Make(w)
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", nil))
 	if !w.ended || w.Code != http.StatusAccepted {
 		t.Fatalf("ended %t, status %d: want the request ended with 202", w.ended, w.Code)
 	}
-	w = nil
-	runtime.GC()
-	if kept.held != nil || stream.Value() != nil {
-		t.Error("the delivering call still keeps its request's stream")
-	}
-	runtime.KeepAlive(kept)
+	return kept, weak.Make(w)
 }
 
 // TestHeldRecordsFitTheirSizeClass: the records a held call keeps for
