@@ -58,6 +58,7 @@ type Async struct {
 	ctx     context.Context // cancelled by Abort
 	abort   context.CancelFunc
 	wg      sync.WaitGroup
+	starts  starts // first attempts waiting behind the hand-offs
 }
 
 // NewAsync returns the async hand-off handler.
@@ -126,7 +127,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.leave(delivering)
 	c.metrics.asyncPending(1)
 	a.wg.Add(1)
-	go a.deliver(j)
+	a.starts.add(a, j)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusAccepted)
 }
