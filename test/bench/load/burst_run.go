@@ -41,8 +41,8 @@ const (
 // runBurst sends the bursts to peer: async hand-offs to the proxy, whose
 // deliveries the sink holds, or, with PeerDirect, the same bursts
 // straight at the sink's fast path, the sink alone on the peers' core:
-// the floor of what the load generator measures, a Go HTTP/2 server that
-// answers at once.
+// a reference, what a Go HTTP/2 server (golang.org/x/net/http2) that
+// answers at once needs for the same bursts.
 func (o *orch) runBurst(ctx context.Context, peer string) (r result.BurstRun) {
 	n := o.cfg.BurstEvents
 	r = result.BurstRun{Peer: peer, Events: n, Conns: burstConns}

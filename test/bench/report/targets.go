@@ -194,8 +194,8 @@ func throughputRatio(r *result.Results, peer string) figure {
 }
 
 // burstRow judges the hand-off of bursts of async events arriving at
-// once; the proxy's cell also shows the floor of the measure, the same
-// bursts answered at once by a Go HTTP/2 server on the proxy's core.
+// once; the proxy's cell also shows, for reference, the same bursts
+// answered at once by a Go HTTP/2 server on the proxy's core.
 func burstRow(r *result.Results) []string {
 	find := func(peer string) (result.BurstRun, bool) {
 		i := slices.IndexFunc(r.Burst, func(b result.BurstRun) bool { return b.Peer == peer && b.HandOff.Count > 0 })
@@ -217,8 +217,8 @@ func burstRow(r *result.Results) []string {
 			return figure{}
 		}
 		text := fmt.Sprintf("p99 %s ms (p50 %s)", f2(proxy.HandOff.P99), f2(proxy.HandOff.P50))
-		if floor, ok := find(peerDirect); ok {
-			text += fmt.Sprintf("; a server answering at once: p99 %s ms", f2(floor.HandOff.P99))
+		if ref, ok := find(peerDirect); ok {
+			text += fmt.Sprintf("; a server answering at once: p99 %s ms", f2(ref.HandOff.P99))
 		}
 		return shown(proxy.HandOff.P99, text)
 	}, func(v float64) bool { return v <= targetBurstP99Ms })
