@@ -48,15 +48,35 @@ func stop(from, to string, start, end float64) Move {
 	return m
 }
 
+// checkCase is a source's ticks and its bucket's moves, and what Check
+// must find in them.
+type checkCase struct {
+	name       string
+	ticks      []time.Time
+	moves      []Move
+	wantMissed int
+	want       []Violation
+}
+
+// checkCases runs Check with p on each case.
+func checkCases(t *testing.T, p Params, cases []checkCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			missed, got := Check(tt.ticks, tt.moves, p)
+			if missed != tt.wantMissed {
+				t.Errorf("missed %d, want %d", missed, tt.wantMissed)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestCheck(t *testing.T) {
 	p := Params{Period: 10 * time.Second, Margin: 2 * time.Second}
-	tests := []struct {
-		name       string
-		ticks      []time.Time
-		moves      []Move
-		wantMissed int
-		want       []Violation
-	}{{
+	checkCases(t, p, []checkCase{{
 		name:  "every tick, no move",
 		ticks: ticksAt(0, 10, 20, 30),
 	}, {
@@ -141,29 +161,12 @@ func TestCheck(t *testing.T) {
 		name:  "fired twice, once late",
 		ticks: ticksAt(0, 10, 13, 20),
 		want:  []Violation{{Before: at(10), After: at(13), Twice: true}},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			missed, got := Check(tt.ticks, tt.moves, p)
-			if missed != tt.wantMissed {
-				t.Errorf("missed %d, want %d", missed, tt.wantMissed)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("violations (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 func TestCheckFloor(t *testing.T) {
 	p := Params{Period: 10 * time.Second, Margin: 2 * time.Second, Floor: 1}
-	tests := []struct {
-		name       string
-		ticks      []time.Time
-		moves      []Move
-		wantMissed int
-		want       []Violation
-	}{{
+	checkCases(t, p, []checkCase{{
 		name:       "a tick missed without a move, within the floor",
 		ticks:      ticksAt(0, 10, 30),
 		wantMissed: 1,
@@ -184,18 +187,7 @@ func TestCheckFloor(t *testing.T) {
 		wantMissed: 3,
 		want: []Violation{{Before: at(10), After: at(50), Missed: 3, Allowed: 2,
 			Moves: []Move{share("a", "b", 19.5, 21.2), share("b", "c", 29.4, 31)}}},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			missed, got := Check(tt.ticks, tt.moves, p)
-			if missed != tt.wantMissed {
-				t.Errorf("missed %d, want %d", missed, tt.wantMissed)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("violations (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}})
 }
 
 func TestViolationNamesTheMoves(t *testing.T) {
