@@ -42,7 +42,7 @@ func TestDirectSendStackStaysSmall(t *testing.T) {
 	const sources = 2000
 	ns := "stack-0"
 	c := newCluster(t, map[string]string{"buckets": "1"}, ns)
-	sk := startSeedSink(t, 3*time.Minute)
+	sk := startSeedSink(t, 5*time.Minute)
 	createSeedSources(t, c, seedConfig{Sources: sources, Namespaces: 1, Schedule: "* * * * *"}, []string{ns}, sk.URL+"/hold")
 	_, metricsURL := startSeedAdapter(t, c, "stack-adapter")
 	read := func(name string) (float64, bool) {
@@ -61,13 +61,33 @@ func TestDirectSendStackStaysSmall(t *testing.T) {
 	// in flight from the tick on, before its spread and before it goes
 	// out: the sink holding every call is when each has been as deep as it
 	// goes.
+	var lastSends float64
+	var lastHeld int64
 	testproc.Eventually(t, 150*time.Second, "the sink holds one call per source, the adapter one send", func() bool {
 		n, ok := read("kn_forward_mtping_inflight_sends")
-		return ok && n == sources && sk.Stats().Held == sources
+		h := sk.Stats().Held
+		if n != lastSends || h != lastHeld {
+			t.Logf("%s: %.0f sends in flight, %d calls held by the sink", time.Now().Format(time.TimeOnly), n, h)
+			lastSends, lastHeld = n, h
+		}
+		return ok && n == sources && h == sources
+	})
+	// Goroutines that ended during the tick (the sends' aside work) leave
+	// their stacks cached until the next collection, more of them the
+	// slower the machine: the stacks held are read after two. Each scrape
+	// allocates, so polling the metrics brings them on well before the
+	// runtime's forced collection, at most two minutes away.
+	gcs, _ := read("go_gc_duration_seconds_count")
+	testproc.Eventually(t, 150*time.Second, "two collections with every send held", func() bool {
+		n, ok := read("go_gc_duration_seconds_count")
+		return ok && n >= gcs+2
 	})
 	held, ok := read("go_memstats_stack_inuse_bytes")
 	if !ok {
 		t.Fatal("cannot read the adapter's metrics")
+	}
+	if n, _ := read("kn_forward_mtping_inflight_sends"); n != sources || sk.Stats().Held != sources {
+		t.Fatalf("the sends ended before their stacks were read: %.0f in flight, %d held by the sink", n, sk.Stats().Held)
 	}
 	perSend := (held - before) / sources
 	t.Logf("stack per held direct send: %.0f bytes (%.0f before the tick, %.0f with %d held)", perSend, before, held, sources)
