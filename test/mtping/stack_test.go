@@ -19,6 +19,7 @@ limitations under the License.
 package mtping
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,6 +35,10 @@ import (
 // sending goroutine it doubled: 8.5 KB per send held at 6,000.
 const directSendStackMax = 6 << 10
 
+// stackTickLead is the least time from the test's start to the sources'
+// one tick: creating 2,000 PingSources took 18 s under CI's load.
+const stackTickLead = 75 * time.Second
+
 // TestDirectSendStackStaysSmall runs the real adapter (no race detector,
 // which deepens every frame) against a real API server holding PingSources
 // whose sink holds every call, and reads the stack memory the adapter's Go
@@ -43,7 +48,12 @@ func TestDirectSendStackStaysSmall(t *testing.T) {
 	ns := "stack-0"
 	c := newCluster(t, map[string]string{"buckets": "1"}, ns)
 	sk := startSeedSink(t, 5*time.Minute)
-	createSeedSources(t, c, seedConfig{Sources: sources, Namespaces: 1, Schedule: "* * * * *"}, []string{ns}, sk.URL+"/hold")
+	// One tick only, far enough away for the sources and the adapter to
+	// be up before it: a slow machine's sends all reach the sink before
+	// any source fires again, which would put a second send in flight.
+	tick := time.Now().UTC().Add(stackTickLead).Truncate(time.Minute).Add(time.Minute)
+	schedule := fmt.Sprintf("CRON_TZ=UTC %d %d * * *", tick.Minute(), tick.Hour())
+	createSeedSources(t, c, seedConfig{Sources: sources, Namespaces: 1, Schedule: schedule}, []string{ns}, sk.URL+"/hold")
 	_, metricsURL := startSeedAdapter(t, c, "stack-adapter")
 	read := func(name string) (float64, bool) {
 		m, err := scrape(metricsURL)
@@ -57,13 +67,15 @@ func TestDirectSendStackStaysSmall(t *testing.T) {
 		before, ok = read("go_memstats_stack_inuse_bytes")
 		return ok
 	})
-	// The next tick is at most a minute away. The adapter counts a send
-	// in flight from the tick on, before its spread and before it goes
-	// out: the sink holding every call is when each has been as deep as it
-	// goes.
+	if !time.Now().Before(tick) {
+		t.Fatalf("the sources and the adapter were not up before the tick at %s: raise stackTickLead", tick.Format(time.TimeOnly))
+	}
+	// The adapter counts a send in flight from the tick on, before its
+	// spread and before it goes out: the sink holding every call is when
+	// each has been as deep as it goes.
 	var lastSends float64
 	var lastHeld int64
-	testproc.Eventually(t, 150*time.Second, "the sink holds one call per source, the adapter one send", func() bool {
+	testproc.Eventually(t, time.Until(tick)+2*time.Minute, "the sink holds one call per source, the adapter one send", func() bool {
 		n, ok := read("kn_forward_mtping_inflight_sends")
 		h := sk.Stats().Held
 		if n != lastSends || h != lastHeld {
