@@ -27,6 +27,11 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
 )
 
@@ -47,20 +52,20 @@ func goroutinesIn(funcs ...string) map[string]int {
 
 // newHeldTestProxy is a test proxy whose admission limits leave room for
 // the held calls of these tests, with env on top.
-func newHeldTestProxy(t *testing.T, env map[string]string) *testProxy {
+func newHeldTestProxy(t *testing.T, env map[string]string, opts ...Option) *testProxy {
 	all := map[string]string{
 		"FORWARD_MAX_INFLIGHT": "100", "FORWARD_MAX_INFLIGHT_PER_DESTINATION": "100", "FORWARD_MAX_INFLIGHT_PER_TENANT": "100",
 	}
 	maps.Copy(all, env)
-	return newTestProxy(t, all)
+	return newTestProxyLogger(t, all, zap.NewNop().Sugar(), opts...)
 }
 
 // startHeld starts calls synchronous calls to dest's /held through a new
 // test proxy (env on top of newHeldTestProxy's), from a caller speaking
 // h2c, so that every goroutine of net/http's HTTP/1.1 transport in the
 // process would be the proxy's.
-func startHeld(t *testing.T, env map[string]string, dest string, calls int) []<-chan result {
-	tp := newHeldTestProxy(t, env)
+func startHeld(t *testing.T, env map[string]string, dest string, calls int, opts ...Option) []<-chan result {
+	tp := newHeldTestProxy(t, env, opts...)
 	client := h2cClient(t)
 	results := make([]<-chan result, calls)
 	for i := range calls {
@@ -120,12 +125,34 @@ func TestHeldHTTP1CallsHaveNoConnectionGoroutines(t *testing.T) {
 // the inbound server runs one goroutine per connection (its reader), and
 // delivery/h2c one reader per connection (net/http's HTTP/2 client ran a
 // goroutine per request; the test's own callers use it, so its goroutines
-// cannot be counted here).
+// cannot be counted here). Tracing each call changes none of it.
 func TestHeldH2CCallsHaveNoGoroutine(t *testing.T) {
-	const calls = 50
+	t.Run("untraced", func(t *testing.T) { testHeldH2CGoroutines(t) })
+	t.Run("traced", func(t *testing.T) {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		testHeldH2CGoroutines(t, WithTracerProvider(tp))
+		clients := 0
+		for _, s := range spans.Ended() {
+			if s.SpanKind() == trace.SpanKindClient {
+				clients++
+			}
+		}
+		if clients != heldCalls {
+			t.Errorf("%d client spans ended for %d calls", clients, heldCalls)
+		}
+	})
+}
+
+// heldCalls is how many calls testHeldH2CGoroutines holds.
+const heldCalls = 50
+
+func testHeldH2CGoroutines(t *testing.T, opts ...Option) {
+	const calls = heldCalls
 	hold := proxytest.NewHold(t)
 	dest, conns := proxytest.NewCountedDestination(t, true, hold.Reply)
-	results := startHeld(t, h2cLoopback, dest.URL, calls)
+	results := startHeld(t, h2cLoopback, dest.URL, calls, opts...)
 	const (
 		destHeld = "proxytest.(*Hold).Reply"
 		handler  = "h2server.(*conn).runHandler"
