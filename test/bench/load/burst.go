@@ -194,10 +194,13 @@ func (c *burstClient) send() error {
 // same instant and returns each one's time from that instant to its
 // answer's headers, and how many were not answered with want.
 func burst(ctx context.Context, addr, path, dest string, n int, async bool, want int, timeout time.Duration) ([]time.Duration, int, error) {
-	per := (n + burstConns - 1) / burstConns
-	if n > maxBurstEvents {
+	switch {
+	case n <= 0:
+		return nil, 0, fmt.Errorf("a burst of %d events: want at least one", n)
+	case n > maxBurstEvents:
 		return nil, 0, fmt.Errorf("a burst of %d is too large for %d connections", n, burstConns)
 	}
+	per := (n + burstConns - 1) / burstConns
 	var cs []*burstClient
 	defer func() {
 		for _, c := range cs {
