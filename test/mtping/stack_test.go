@@ -85,15 +85,9 @@ func TestDirectSendStackStaysSmall(t *testing.T) {
 		return ok && n == sources && h == sources
 	})
 	// Goroutines that ended during the tick (the sends' aside work) leave
-	// their stacks cached until the next collection, more of them the
-	// slower the machine: the stacks held are read after two. Each scrape
-	// allocates, so polling the metrics brings them on well before the
-	// runtime's forced collection, at most two minutes away.
-	gcs, _ := read("go_gc_duration_seconds_count")
-	testproc.Eventually(t, 150*time.Second, "two collections with every send held", func() bool {
-		n, ok := read("go_gc_duration_seconds_count")
-		return ok && n >= gcs+2
-	})
+	// their stacks cached until a collection, more of them the slower the
+	// machine.
+	testproc.AwaitCollections(t, metricsURL, 2, 150*time.Second)
 	held, ok := read("go_memstats_stack_inuse_bytes")
 	if !ok {
 		t.Fatal("cannot read the adapter's metrics")

@@ -40,10 +40,10 @@ import (
 // cost the proxy: none is its own. The inbound HTTP/2 server
 // (proxy/internal/h2server) lets the stream's handler detach, and the
 // chain's goroutine ends once the call is out (the forwarder's suspend):
-// the call waits as records only. The limit leaves room for the goroutines
-// that come and go during the test (their stacks stay cached) and fails
-// when a held call keeps a goroutine again, whose stack is 2 KiB at the
-// least: with x/net/http2's server a call cost 2.5-2.9 KB (a waiting
+// the call waits as records only. The stacks are read after two garbage
+// collections, which free those of the goroutines that ended; the limit
+// leaves room for the few the runtime keeps cached, and fails when a held
+// call keeps a goroutine again, whose stack is 2 KiB at the least: with x/net/http2's server a call cost 2.5-2.9 KB (a waiting
 // goroutine per stream), 4.2 KB when the chain ran on it.
 const heldStackMax = 1024
 
@@ -92,7 +92,7 @@ func heldStackPerCall(t *testing.T, protocol string) int64 {
 
 	// Not the test's context, which ends before the clean-up releases the
 	// calls.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -126,7 +126,11 @@ func heldStackPerCall(t *testing.T, protocol string) int64 {
 		}
 	}()
 	testproc.Eventually(t, time.Minute, "the sink holds every call", func() bool { return s.Stats().Held == n })
+	testproc.AwaitCollections(t, p.MetricsURL, 2, 150*time.Second)
 	held := stackInuse(t, p.MetricsURL)
+	if h := s.Stats().Held; h != n {
+		t.Fatalf("the sink holds %d calls, not %d, when the stacks are read", h, n)
+	}
 	perCall := (held - before) / n
 	t.Logf("stack per held call to an %s destination: %d bytes (%d before, %d with %d held)", protocol, perCall, before, held, n)
 	return perCall
@@ -139,7 +143,7 @@ func serveSink(t *testing.T) (*sink.Sink, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := sink.New(sink.Params{Hold: time.Minute})
+	s := sink.New(sink.Params{Hold: 5 * time.Minute}) // past the test's waits: the clean-up releases the calls
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sink.Serve(ctx, ln, s) }()
@@ -157,7 +161,7 @@ func h2cClient(t *testing.T) *http.Client {
 	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	return &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 }
 
 // stackInuse reads go_memstats_stack_inuse_bytes from a metrics page.
