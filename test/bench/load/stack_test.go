@@ -43,8 +43,9 @@ import (
 // the call waits as records only. The stacks are read after two garbage
 // collections, which free those of the goroutines that ended; the limit
 // leaves room for the few the runtime keeps cached, and fails when a held
-// call keeps a goroutine again, whose stack is 2 KiB at the least: with x/net/http2's server a call cost 2.5-2.9 KB (a waiting
-// goroutine per stream), 4.2 KB when the chain ran on it.
+// call keeps a goroutine again, whose stack is 2 KiB at the least: with
+// x/net/http2's server a call cost 2.5-2.9 KB (a waiting goroutine per
+// stream), 4.2 KB when the chain ran on it.
 const heldStackMax = 1024
 
 // TestHeldH2CCallStackStaysSmall holds calls through the real proxy binary
