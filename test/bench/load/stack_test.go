@@ -19,7 +19,6 @@ limitations under the License.
 package load
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -168,22 +167,13 @@ func h2cClient(t *testing.T) *http.Client {
 // stackInuse reads go_memstats_stack_inuse_bytes from a metrics page.
 func stackInuse(t *testing.T, metricsURL string) int64 {
 	t.Helper()
-	resp, err := http.Get(metricsURL)
+	fams, err := testproc.Scrape(metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_stack_inuse_bytes "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("go_memstats_stack_inuse_bytes %q: %v", v, err)
-			}
-			return int64(f)
-		}
+	const name = "go_memstats_stack_inuse_bytes"
+	if fams[name] == nil {
+		t.Fatalf("no %s on %s", name, metricsURL)
 	}
-	t.Fatalf("no go_memstats_stack_inuse_bytes on %s (%v)", metricsURL, sc.Err())
-	return 0
+	return int64(testproc.Value(fams, name, nil))
 }
