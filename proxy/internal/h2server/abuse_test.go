@@ -29,11 +29,14 @@ import (
 	"knative.dev/event-forwarding-proxy/proxy/internal/h2server"
 )
 
-// countingHandler counts the requests that reach it and holds each until
-// its context ends.
-func countingHandler(n *atomic.Int64) http.Handler {
+// heldCounts counts the requests that reach its handler, which holds
+// each until its context ends, and the handlers that returned.
+type heldCounts struct{ reached, returned atomic.Int64 }
+
+func (n *heldCounts) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
+		n.reached.Add(1)
+		defer n.returned.Add(1)
 		<-r.Context().Done()
 	})
 }
@@ -42,13 +45,13 @@ func countingHandler(n *atomic.Int64) http.Handler {
 // burst never reach the handler (CVE-2023-44487); within the stream
 // limit the connection serves on.
 func TestRapidResetNotDispatched(t *testing.T) {
-	var reached atomic.Int64
-	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 100}, countingHandler(&reached))
+	var n heldCounts
+	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 100}, n.handler())
 	c := h2raw.Connect(t, f.addr)
 	c.OpenAndReset(1, 100)
 	c.Alive()
-	if n := reached.Load(); n != 0 {
-		t.Errorf("%d streams reset in the burst that opened them reached the handler, want 0", n)
+	if got := n.reached.Load(); got != 0 {
+		t.Errorf("%d streams reset in the burst that opened them reached the handler, want 0", got)
 	}
 }
 
@@ -56,8 +59,8 @@ func TestRapidResetNotDispatched(t *testing.T) {
 // more than its stream limit and more than it completes, is told
 // ENHANCE_YOUR_CALM and cut.
 func TestRapidResetClosesConnection(t *testing.T) {
-	var reached atomic.Int64
-	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 10}, countingHandler(&reached))
+	var n heldCounts
+	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 10}, n.handler())
 	c := h2raw.Connect(t, f.addr)
 	c.OpenAndReset(1, 11)
 	c.WantGoAway(http2.ErrCodeEnhanceYourCalm)
@@ -66,14 +69,18 @@ func TestRapidResetClosesConnection(t *testing.T) {
 // TestCancellingEveryStreamIsNotAbuse: a caller that resets every stream
 // it has open, once, as a client does when it gives up, keeps its
 // connection; so does one whose resets stay below what it completes.
+// A reset stream counts against the stream limit until its handler has
+// returned (the handler may still hold a destination's call), so the
+// test waits for that before it opens the next streams.
 func TestCancellingEveryStreamIsNotAbuse(t *testing.T) {
-	var reached atomic.Int64
+	var n heldCounts
+	held := n.handler()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ok" {
 			_, _ = w.Write([]byte("ok"))
 			return
 		}
-		countingHandler(&reached).ServeHTTP(w, r)
+		held.ServeHTTP(w, r)
 	})
 	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 10}, h)
 	c := h2raw.Connect(t, f.addr)
@@ -82,10 +89,11 @@ func TestCancellingEveryStreamIsNotAbuse(t *testing.T) {
 		c.Get(id, "/held")
 		id += 2
 	}
-	eventually(t, "every stream reaches the handler", func() bool { return reached.Load() == 10 })
+	eventually(t, "every stream reaches the handler", func() bool { return n.reached.Load() == 10 })
 	for i := range uint32(10) {
 		c.Check(c.Framer.WriteRSTStream(1+2*i, http2.ErrCodeCancel))
 	}
+	eventually(t, "every reset stream's handler returns", func() bool { return n.returned.Load() == 10 })
 	c.Alive()
 	// Completed calls let resets beyond the stream limit pass.
 	for range 20 {
@@ -95,10 +103,44 @@ func TestCancellingEveryStreamIsNotAbuse(t *testing.T) {
 	}
 	for want := int64(11); want <= 20; want++ {
 		c.Get(id, "/held")
-		eventually(t, "the stream reaches the handler", func() bool { return reached.Load() == want })
+		eventually(t, "the stream reaches the handler", func() bool { return n.reached.Load() == want })
 		c.Check(c.Framer.WriteRSTStream(id, http2.ErrCodeCancel))
+		eventually(t, "its handler returns", func() bool { return n.returned.Load() == want })
 		id += 2
 	}
+	c.Alive()
+}
+
+// TestResetStreamCountsUntilItsHandlerReturns: a stream the caller reset
+// still counts against the stream limit while its handler runs, since
+// the handler may still hold a destination's call; a stream opened past
+// the limit meanwhile is refused as retryable, and served once the
+// handler has returned.
+func TestResetStreamCountsUntilItsHandlerReturns(t *testing.T) {
+	var reached, returned atomic.Int64
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		reached.Add(1)
+		defer returned.Add(1)
+		<-r.Context().Done()
+		<-release // still winding down the destination's call
+	})
+	f := startServer(t, &h2server.Server{MaxConcurrentStreams: 1}, h)
+	c := h2raw.Connect(t, f.addr)
+	c.Get(1, "/held")
+	eventually(t, "the stream reaches the handler", func() bool { return reached.Load() == 1 })
+	c.Check(c.Framer.WriteRSTStream(1, http2.ErrCodeCancel))
+	c.Alive()
+	c.Get(3, "/ok")
+	c.WantReset(3, http2.ErrCodeRefusedStream)
+	close(release)
+	eventually(t, "the reset stream's handler returns", func() bool { return returned.Load() == 1 })
+	c.Get(5, "/ok")
+	c.OK(5, "200")
 	c.Alive()
 }
 
