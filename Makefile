@@ -31,7 +31,10 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
-test: lint unit integration fuzz-short h2spec cluster-test ## everything CI runs, the cluster scenarios last
+# The fuzz targets and h2spec need no cluster and no quiet machine: they
+# run while the cluster is built and started, before its scenarios.
+test: lint unit integration ## everything CI runs, the cluster scenarios last
+	@$(MAKE) --no-print-directory -j2 --output-sync=line fuzz-short h2spec cluster-test
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
 # them (no tools, no processes).
@@ -42,8 +45,12 @@ unit: ## unit tests, with the race detector
 # (prometheus-tools), or build the project's binaries and run them as
 # processes carry the build tag `integration`. Only the packages holding
 # such files run here: the other packages' tests ran in `make unit`.
-INTEGRATION_PKGS = $(shell git ls-files -co --exclude-standard -- '*_test.go' | \
-	xargs grep -lE '^//go:build .*\bintegration\b' | xargs -n1 dirname | sort -u | sed 's|^|./|')
+# go test runs them two at a time, in the order given: the longest
+# (INTEGRATION_FIRST) start first, so that the others fill the second
+# lane while they run.
+INTEGRATION_FIRST = ./test/mtping ./test/bench/load
+INTEGRATION_PKGS = $(INTEGRATION_FIRST) $(filter-out $(INTEGRATION_FIRST),$(shell git ls-files -co --exclude-standard -- '*_test.go' | \
+	xargs grep -lE '^//go:build .*\bintegration\b' | xargs -n1 dirname | sort -u | sed 's|^|./|'))
 
 integration: tools prometheus-tools bench-haproxy ## tests behind the integration build tag
 	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
