@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
@@ -57,7 +56,8 @@ type conn struct {
 	nc   net.Conn
 
 	// Read side, owned by readLoop.
-	rfr *http2.Framer
+	rfr     *http2.Framer
+	headers *h2conn.HeaderReader // decodes rfr's header blocks
 
 	// Write side.
 	w      *h2conn.Writer
@@ -109,9 +109,8 @@ func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
 	// beyond the default size break the protocol (RFC 9113 4.2), and the
 	// Framer would allocate what a header announces, up to 16 MiB.
 	c.rfr.SetMaxReadFrameSize(initialFrame)
-	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.rfr.MaxHeaderListSize = uint32(min(t.headerLimit(), math.MaxUint32))
 	c.rfr.SetReuseFrames()
+	c.headers = h2conn.NewHeaderReader(c.rfr, uint32(min(t.headerLimit(), math.MaxUint32)), h2conn.ResponsePseudoHeaders)
 	return c
 }
 
@@ -142,7 +141,7 @@ func (c *conn) handshake(ctx context.Context) error {
 	settings := []http2.Setting{
 		{ID: http2.SettingEnablePush, Val: 0},
 		{ID: http2.SettingInitialWindowSize, Val: uint32(c.t.streamWindow())},
-		{ID: http2.SettingMaxHeaderListSize, Val: c.rfr.MaxHeaderListSize},
+		{ID: http2.SettingMaxHeaderListSize, Val: c.headers.Limit()},
 	}
 	if err := c.w.FR.WriteSettings(settings...); err != nil {
 		return err
@@ -226,6 +225,9 @@ func (c *conn) readLoop() {
 	for {
 		var f http2.Frame
 		f, err = c.rfr.ReadFrame()
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			err = c.headers.Read(hf) // handle takes c.headers.Block
+		}
 		c.health.Read()
 		if err != nil {
 			var se http2.StreamError
@@ -233,8 +235,8 @@ func (c *conn) readLoop() {
 				c.streamError(se.StreamID, se.Code, fmt.Errorf("h2c: the destination sent a malformed stream: %w", err))
 				continue
 			}
-			if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh != nil {
-				err = fmt.Errorf("h2c: the answer's headers on stream %d broke the connection: %w", mh.StreamID, err)
+			if hf, ok := f.(*http2.HeadersFrame); ok {
+				err = fmt.Errorf("h2c: the answer's headers on stream %d broke the connection: %w", hf.StreamID, err)
 			}
 			break
 		}

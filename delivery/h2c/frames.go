@@ -32,8 +32,9 @@ func (c *conn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		return c.onData(f)
-	case *http2.MetaHeadersFrame:
-		return c.onHeaders(f)
+	case *http2.HeadersFrame:
+		defer c.headers.Done()
+		return c.onHeaders(&c.headers.Block)
 	case *http2.SettingsFrame:
 		if f.IsAck() {
 			return nil

@@ -29,9 +29,11 @@ import (
 	"strings"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+func (c *conn) onHeaders(f *h2conn.HeaderBlock) error {
 	c.mu.Lock()
 	s := c.streams[f.StreamID]
 	if s == nil {
@@ -103,7 +105,7 @@ func parseStatus(v string) (int, error) {
 }
 
 // response builds the answer from its HEADERS.
-func (c *conn) response(s *stream, f *http2.MetaHeadersFrame, code int) (*http.Response, error) {
+func (c *conn) response(s *stream, f *h2conn.HeaderBlock, code int) (*http.Response, error) {
 	fields := f.RegularFields()
 	resp := &http.Response{
 		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
@@ -154,7 +156,7 @@ func (c *conn) response(s *stream, f *http2.MetaHeadersFrame, code int) (*http.R
 	return resp, nil
 }
 
-func (c *conn) onTrailers(s *stream, f *http2.MetaHeadersFrame) error {
+func (c *conn) onTrailers(s *stream, f *h2conn.HeaderBlock) error {
 	if !f.StreamEnded() {
 		c.streamError(s.id, http2.ErrCodeProtocol, fmt.Errorf("h2c: %s sent a second header block that does not end the stream", c.addr))
 		return nil

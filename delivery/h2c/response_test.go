@@ -395,3 +395,44 @@ func TestResponseHeaderTooLarge(t *testing.T) {
 
 // errAny stands for any error in tables.
 var errAny = errors.New("any error")
+
+// TestMalformedResponseHeaders: an answer whose header block breaks RFC
+// 9113 8.2 or 8.3 fails its call with the stream reset, and the
+// connection serves the next call (its HPACK state stayed in step).
+func TestMalformedResponseHeaders(t *testing.T) {
+	blocks := map[string][]string{ // by the path that asks for it
+		"upper-case-name":       {":status", "200", "X-Upper", "v"},
+		"name-not-a-token":      {":status", "200", "x a", "v"},
+		"value-with-a-newline":  {":status", "200", "x-a", "b\nc"},
+		"pseudo-after-regular":  {"x-a", "b", ":status", "200"},
+		"request-pseudo-header": {":status", "200", ":path", "/"},
+		"duplicate-status":      {":status", "200", ":status", "204"},
+	}
+	frames := newFrameServer(t, nil, func(fc *frameConn) {
+		for {
+			r, err := fc.readRequest()
+			if err != nil {
+				return
+			}
+			kv, bad := blocks[strings.TrimPrefix(r.values(":path")[0], "/")]
+			if !bad {
+				kv = []string{":status", "200", "x-after", "ok"}
+			}
+			if fc.writeHeaders(r.stream, true, kv...) != nil {
+				return
+			}
+		}
+	})
+	tr, _ := newTransport(t, &h2c.Transport{})
+	for name := range blocks {
+		t.Run(name, func(t *testing.T) {
+			if r := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/"+name, nil, 0)); r.RTErr == nil {
+				t.Errorf("RoundTrip answered %d, want an error", r.Resp.StatusCode)
+			}
+			after := call(t, tr, newRequest(t, newCtx(t), "GET", frames.url+"/next", nil, 0))
+			if after.Err() != nil || after.Resp.Header.Get("X-After") != "ok" {
+				t.Errorf("the next call: %v", after.Err())
+			}
+		})
+	}
+}

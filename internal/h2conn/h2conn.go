@@ -17,8 +17,8 @@ limitations under the License.
 // Package h2conn holds what both ends of the project's h2c connections do
 // alike: delivery/h2c's client and proxy/internal/h2server's server. Each
 // writes its frames from the goroutine that has them, under one lock per
-// connection that coalesces flushes (Writer), and PINGs a peer that went
-// silent (Health).
+// connection that coalesces flushes (Writer), PINGs a peer that went
+// silent (Health), and decodes the header blocks it reads (HeaderReader).
 package h2conn
 
 import (

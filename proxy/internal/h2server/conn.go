@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
@@ -64,8 +63,9 @@ type conn struct {
 	cancel context.CancelFunc
 	remote string
 
-	rfr *http2.Framer // serve's
-	br  *bufio.Reader // what rfr reads from; serve's
+	rfr     *http2.Framer        // serve's
+	headers *h2conn.HeaderReader // decodes rfr's header blocks; serve's
+	br      *bufio.Reader        // what rfr reads from; serve's
 
 	// serve's: streams opened and not yet handed to a handler (dispatch),
 	// and what the caller made the server do for nothing.
@@ -120,9 +120,8 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	c.w = h2conn.NewWriter(nc)
 	c.br = bufio.NewReaderSize(nc, 16<<10)
 	c.rfr = http2.NewFramer(nil, c.br)
-	c.rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.rfr.MaxHeaderListSize = s.headerListLimit()
 	c.rfr.SetReuseFrames()
+	c.headers = h2conn.NewHeaderReader(c.rfr, s.headerListLimit(), h2conn.RequestPseudoHeaders)
 	// We announce no SETTINGS_MAX_FRAME_SIZE, so the caller may send
 	// frames of the default size alone (RFC 9113 4.2). The Framer's own
 	// bound is 16 MiB, and it allocates what a frame header announces
@@ -167,6 +166,9 @@ func (c *conn) readLoop() error {
 	first := true
 	for {
 		f, err := c.rfr.ReadFrame()
+		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
+			err = c.headers.Read(hf) // handle takes c.headers.Block
+		}
 		c.health.Read()
 		if err != nil {
 			var se http2.StreamError
@@ -282,8 +284,9 @@ func (c *conn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		return c.onData(f)
-	case *http2.MetaHeadersFrame:
-		return c.onHeaders(f)
+	case *http2.HeadersFrame:
+		defer c.headers.Done()
+		return c.onHeaders(&c.headers.Block)
 	case *http2.SettingsFrame:
 		if f.IsAck() {
 			return nil

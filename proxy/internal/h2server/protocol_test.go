@@ -17,6 +17,7 @@ limitations under the License.
 package h2server_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -185,6 +186,9 @@ func TestMalformedRequests(t *testing.T) {
 		{"pseudo after regular", append(base(":authority", "x-a", "b"), ":authority", "a"), true},
 		{"unknown pseudo", base("", ":bogus", "v"), true},
 		{"response pseudo", base("", ":status", "200"), true},
+		{"duplicate :path", base("", ":path", "/y"), true},
+		{"empty name", base("", "", "v"), true},
+		{"name not a token", base("", "x a", "v"), true},
 		{"value with a newline", base("", "x-a", "b\nc"), true},
 		{"bad authority", base(":authority", ":authority", "a b"), true},
 	}
@@ -311,6 +315,33 @@ func TestContinuationRequest(t *testing.T) {
 	st := c.OK(1, "200")
 	if st.Header.Get("X-Got") != long {
 		t.Errorf("the handler saw X-Long of %d bytes, want %d", len(st.Header.Get("X-Got")), len(long))
+	}
+}
+
+// TestContinuationFlood: a header block continued far past the header
+// list's limit, or past an invalid field, closes the connection before the
+// rest is decoded (CVE-2023-45288's CONTINUATION flood).
+func TestContinuationFlood(t *testing.T) {
+	request := []string{":method", "GET", ":scheme", "http", ":path", "/", ":authority", "a"}
+	for _, tc := range []struct {
+		name  string
+		first []string // the fields of the HEADERS frame's fragment
+	}{
+		{"past the limit", request},
+		{"after an invalid field", append(request[:len(request):len(request)], "X-Upper", "v")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startServer(t, &h2server.Server{MaxHeaderBytes: 1000}, okHandler)
+			c := h2raw.Connect(t, f.addr)
+			first := c.Block(tc.first...)
+			// No END_HEADERS, and a fragment that is not HPACK: the server
+			// stops before it decodes it (COMPRESSION_ERROR if it did).
+			c.Burst(func(fr *http2.Framer) {
+				c.Check(fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: first, EndStream: true}))
+				c.Check(fr.WriteContinuation(1, false, bytes.Repeat([]byte{0xff}, 4096)))
+			})
+			c.WantGoAway(http2.ErrCodeProtocol)
+		})
 	}
 }
 

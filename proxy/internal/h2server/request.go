@@ -25,7 +25,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
 var errMalformed = errors.New("h2server: malformed request")
@@ -33,7 +34,7 @@ var errMalformed = errors.New("h2server: malformed request")
 // newRequest makes the http.Request of a HEADERS frame that opens st, as
 // RFC 9113 8.3.1 wants it: the pseudo-headers a request needs, no
 // connection-specific field, a content-length that is a number.
-func (c *conn) newRequest(st *stream, f *http2.MetaHeadersFrame) (*http.Request, error) {
+func (c *conn) newRequest(st *stream, f *h2conn.HeaderBlock) (*http.Request, error) {
 	method := f.PseudoValue("method")
 	path := f.PseudoValue("path")
 	scheme := f.PseudoValue("scheme")

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
 // stream is one request. While its handler is detached and the answer
@@ -113,7 +115,7 @@ func (st *stream) endLocked(err error) {
 }
 
 // onHeaders opens a stream, or takes a request's trailers.
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+func (c *conn) onHeaders(f *h2conn.HeaderBlock) error {
 	id := f.StreamID
 	if id%2 == 0 {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
@@ -198,7 +200,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 }
 
 // onTrailersLocked takes the trailers that end a request's body.
-func (c *conn) onTrailersLocked(st *stream, f *http2.MetaHeadersFrame) error {
+func (c *conn) onTrailersLocked(st *stream, f *h2conn.HeaderBlock) error {
 	if st.eof {
 		c.resetLocked(st, http2.ErrCodeStreamClosed, errors.New("h2server: HEADERS after the request ended"))
 		return nil
