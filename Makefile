@@ -32,9 +32,10 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
 # The fuzz targets and h2spec need no cluster and no quiet machine: they
-# run while the cluster is built and started, before its scenarios.
+# run while the cluster is built and started, before its scenarios. Their
+# output comes as one block each; the cluster's streams (cluster-test).
 test: lint unit integration ## everything CI runs, the cluster scenarios last
-	@$(MAKE) --no-print-directory -j2 --output-sync=line fuzz-short h2spec cluster-test
+	@$(MAKE) --no-print-directory -j2 --output-sync=target fuzz-short h2spec cluster-test
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
 # them (no tools, no processes).

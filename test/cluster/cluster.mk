@@ -149,10 +149,11 @@ bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 40 minute
 	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters)$$' -benchtime 1x -timeout 60m -v ./test/cluster/e2e/
 
 # What `make test` runs: e2e-cluster, then cluster-down, unless a cluster
-# was already running (it is left as it was found). The scenarios' log
+# was already running (it is left as it was found). Its output streams,
+# also when `make test` runs it beside other targets with output sync. The scenarios' log
 # (with the pods' logs of a failing one) stays in .cache/cluster/e2e.log.
 cluster-test:
 	@set -uo pipefail; running=; [ -d $(CURDIR)/.cache/cluster/run ] && running=1; \
-	$(MAKE) --no-print-directory e2e-cluster; rc=$$?; \
+	$(MAKE) --no-print-directory --output-sync=none e2e-cluster; rc=$$?; \
 	if [ -z "$$running" ]; then $(MAKE) --no-print-directory cluster-down || rc=1; fi; \
 	exit $$rc
