@@ -31,16 +31,40 @@ run: build ## the proxy on :$(PORT) with loopback destinations allowed, and a si
 	@$(BIN)/sink -addr $(SINK_ADDR) & sink=$$!; trap 'kill $$sink 2>/dev/null' EXIT; \
 	  PORT=$(PORT) FORWARD_ALLOWED_CIDRS=127.0.0.0/8 FORWARD_ALLOWED_HOSTS=localhost GODEBUG=adaptivestackstart=0 $(BIN)/proxy
 
-# The fuzz targets and h2spec need no cluster and no quiet machine: they
-# run while the cluster is built and started, before its scenarios. Their
-# output comes as one block each; the cluster's streams (cluster-test).
-test: lint unit integration ## everything CI runs, the cluster scenarios last
-	@$(MAKE) --no-print-directory -j2 --output-sync=target fuzz-short h2spec cluster-test
+# make test runs in two lanes side by side after a common start: the
+# checks (lint, unit, integration, fuzz, h2spec) need no cluster, and the
+# cluster's lane (build, start, scenarios, stop) mostly waits on the node.
+# Both lanes' lines stream, each behind its phase's name; the run ends
+# with a table of the phases and their times (hack/phase.sh). The start
+# installs packages and builds the tools both lanes use, so that no two
+# apt-get or go build of one file run at once.
+PHASE := $(CURDIR)/hack/phase.sh run
+PHASES_FILE := $(CURDIR)/.cache/phases.tsv
+.PHONY: test-start test-checks
+test: ## everything CI runs, in two lanes; ends with a table of its phases
+	@mkdir -p $(dir $(PHASES_FILE)) && : >$(PHASES_FILE)
+	@export PHASES_FILE=$(PHASES_FILE); \
+	$(PHASE) start $(MAKE) --no-print-directory test-start && \
+	$(MAKE) --no-print-directory -j2 test-checks cluster-test; rc=$$?; \
+	$(CURDIR)/hack/phase.sh table; exit $$rc
+
+test-start: cluster-deps prometheus-tools bench-haproxy tools $(TOOLS_BIN)/golangci-lint $(TOOLS_BIN)/h2spec
+
+test-checks:
+	@$(PHASE) lint $(MAKE) --no-print-directory lint
+	@$(PHASE) unit $(MAKE) --no-print-directory unit
+	@$(PHASE) integration $(MAKE) --no-print-directory integration
+	@$(PHASE) fuzz $(MAKE) --no-print-directory fuzz-short
+	@$(PHASE) h2spec $(MAKE) --no-print-directory h2spec
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
-# them (no tools, no processes).
+# them (no tools, no processes), with Go's test cache on: a package whose
+# test binary and inputs did not change is not run again. The boundaries
+# test reads the packages' imports through `go list`, which the cache
+# cannot see, so it always runs.
 unit: ## unit tests, with the race detector
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -count=1 ./test/boundaries/
 
 # Tests that need kube-apiserver and etcd (tools), Prometheus and promtool
 # (prometheus-tools), or build the project's binaries and run them as
@@ -154,7 +178,6 @@ monitoring-rules:
 # shrinks it for a quick run; BENCH_N=1000,10000 picks the held calls over h2c.
 BENCH_SCALE ?= 1
 BENCH_N ?=
-BENCH_CACHE := $(CURDIR)/.cache/bench
 
 # nginx, the bench's third peer (Debian's nginx-light), installed when
 # missing; if it cannot be installed, the bench runs without it.
@@ -179,11 +202,10 @@ bench-haproxy:
 	fi
 
 bench: tools bench-nginx bench-haproxy ## Go benchmarks of the hot path, then the scenario bench (docs/benchmarks.md)
-	@mkdir -p $(BENCH_CACHE)
-	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ ./adapter/ | tee $(BENCH_CACHE)/gobench.txt
+	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./proxy/ ./delivery/ ./delivery/http1/ ./delivery/h2c/ ./adapter/ | tee docs/bench/gobench.txt
 	$(GO) build -o $(BIN)/ ./cmd/proxy ./cmd/loadgen
 	$(BIN)/loadgen run -proxy $(BIN)/proxy -scale $(BENCH_SCALE) -n '$(BENCH_N)' -out docs/bench/results.json
-	$(BIN)/loadgen report -in docs/bench/results.json -gobench $(BENCH_CACHE)/gobench.txt -doc docs/benchmarks.md -plots docs/bench
+	$(BIN)/loadgen report -in docs/bench/results.json -gobench docs/bench/gobench.txt -doc docs/benchmarks.md -plots docs/bench
 	$(GO) test -tags integration -run='^$$' -bench=AdapterTick -benchtime=3x -timeout 20m ./test/sender/
 	$(GO) test -tags integration -run='^$$' -bench=Seed -benchtime=1x -timeout 30m ./test/mtping/
 
@@ -198,4 +220,15 @@ demo: ## the seed scenario in small, live: an adapter direct to slow sinks, then
 
 clean:
 	rm -rf $(BIN)
+
+# The unit and integration suites STRESS_RUNS times beside STRESS_LOAD
+# busy loops (hack/stress.sh): a test that assumes how soon something
+# happens passes on an idle machine and fails on a loaded CI one; here it
+# fails first. Run it before landing a change to a test's waits.
+STRESS_RUNS ?= 10
+STRESS_LOAD ?= 2
+.PHONY: stress
+stress: tools prometheus-tools bench-haproxy ## the unit and integration suites STRESS_RUNS times (10) beside STRESS_LOAD busy loops (2)
+	STRESS_RUNS=$(STRESS_RUNS) STRESS_LOAD=$(STRESS_LOAD) GO=$(GO) INTEGRATION_PKGS='$(INTEGRATION_PKGS)' hack/stress.sh
+
 include test/cluster/cluster.mk

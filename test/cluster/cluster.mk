@@ -2,7 +2,7 @@
 # `make cluster-up`, `make cluster-down`. Binaries are built into
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
 # again only when its module's go.mod/go.sum (the pins) or sources change.
-.PHONY: cluster-up cluster-down cluster-deps cluster-bins cluster-images \
+.PHONY: cluster-build cluster-start cluster-up cluster-down cluster-deps cluster-bins cluster-images \
 	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images \
 	cluster-monitoring-bins cluster-monitoring-images
 
@@ -13,7 +13,13 @@ COREDNS_MOD := test/cluster/coredns/go.mod test/cluster/coredns/go.sum
 # Versions named in image tags come from the modules' own pins.
 modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 
-cluster-up: cluster-deps cluster-bins cluster-images release ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
+cluster-build: cluster-deps cluster-bins cluster-images release ## the cluster's binaries and images, and the release, without starting anything
+
+cluster-up: cluster-build ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
+	@$(MAKE) --no-print-directory cluster-start
+
+# cluster-up without its build, for make test's phases.
+cluster-start:
 	$(CLUSTER_DIR)/up.sh
 	$(CLUSTER_DIR)/serving.sh
 	$(CLUSTER_DIR)/eventing.sh
@@ -39,9 +45,13 @@ CLUSTER_SMALL := pause probe hello podsd e2esink
 cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%) $(IMGTAR)
 
-# Kubernetes v1.37.2 from the same pinned module as kube-apiserver.
-$(CLUSTER_K8S:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(TOOLS_MOD)
-	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$*
+# Kubernetes v1.37.2 from the same pinned module as kube-apiserver. Each
+# module's commands are built by one go build: it links one while it
+# compiles for another, where one go build a command would leave a core
+# idle during each link.
+$(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) &: $(TOOLS_MOD)
+	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $(CLUSTER_BIN)/ $(CLUSTER_K8S:%=k8s.io/kubernetes/cmd/%)
+	touch $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%)
 
 $(CLUSTER_BIN)/coredns: $(COREDNS_MOD) test/cluster/coredns/main.go
 	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ .
@@ -78,8 +88,9 @@ $(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.ver
 # Knative Serving's binaries, from their own module (test/cluster/serving).
 SERVING_MOD := test/cluster/serving/go.mod test/cluster/serving/go.sum
 SERVING_CMDS := controller webhook autoscaler autoscaler-hpa activator queue
-$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%): $(CLUSTER_BIN)/serving-%: $(SERVING_MOD)
-	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/serving/cmd/$*
+$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) &: $(SERVING_MOD)
+	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/serving/ $(SERVING_CMDS:%=knative.dev/serving/cmd/%)
+	for c in $(SERVING_CMDS); do mv $(CLUSTER_BIN)/serving/$$c $(CLUSTER_BIN)/serving-$$c; done
 $(CLUSTER_BIN)/serving.version: $(SERVING_MOD)
 	echo $(call modversion,test/cluster/serving,knative.dev/serving) >$@
 $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/serving.version $(IMGTAR)
@@ -100,10 +111,14 @@ cluster-serving-bins: $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) $(CLUSTER_BIN)/
 cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUSTER_IMAGES)/traefik.tar
 
 # Knative Eventing's binaries, from their own module (test/cluster/eventing).
+# It resolves every package it shares with Serving's module to the same
+# version (golang.org/x/time raised in Serving's to match), so a cold
+# build compiles client-go and knative.dev/pkg once for both.
 EVENTING_MOD := test/cluster/eventing/go.mod test/cluster/eventing/go.sum
 EVENTING_CMDS := controller webhook mtping
-$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%): $(CLUSTER_BIN)/eventing-%: $(EVENTING_MOD)
-	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $@ knative.dev/eventing/cmd/$*
+$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) &: $(EVENTING_MOD)
+	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/eventing/ $(EVENTING_CMDS:%=knative.dev/eventing/cmd/%)
+	for c in $(EVENTING_CMDS); do mv $(CLUSTER_BIN)/eventing/$$c $(CLUSTER_BIN)/eventing-$$c; done
 $(CLUSTER_BIN)/eventing.version: $(EVENTING_MOD)
 	echo $(call modversion,test/cluster/eventing,knative.dev/eventing) >$@
 $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/eventing.version $(IMGTAR)
@@ -137,8 +152,12 @@ cluster-monitoring-images: $(CLUSTER_IMAGES)/prometheus.tar $(CLUSTER_IMAGES)/pr
 
 # The end-to-end scenarios (test/cluster/e2e) on the cluster cluster-up
 # makes (or finds running); -v so a failing run's log tells why.
-.PHONY: e2e-cluster cluster-test
+.PHONY: e2e-cluster e2e-scenarios cluster-test
 e2e-cluster: cluster-up ## end-to-end scenarios on the one-node cluster
+	@$(MAKE) --no-print-directory e2e-scenarios
+
+# e2e-cluster without cluster-up, for make test's phases.
+e2e-scenarios:
 	$(GO) test -tags cluster -count=1 -timeout 60m -v ./test/cluster/e2e/ 2>&1 | tee $(CURDIR)/.cache/cluster/e2e.log; exit $${PIPESTATUS[0]}
 
 # The cluster's benchmarks (test/cluster/e2e, Benchmark*): an async
@@ -148,12 +167,14 @@ bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 40 minute
 	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^BenchmarkHandOff$$' -benchtime 2000x -timeout 20m ./test/cluster/e2e/
 	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters)$$' -benchtime 1x -timeout 60m -v ./test/cluster/e2e/
 
-# What `make test` runs: e2e-cluster, then cluster-down, unless a cluster
-# was already running (it is left as it was found). Its output streams,
-# also when `make test` runs it beside other targets with output sync. The scenarios' log
-# (with the pods' logs of a failing one) stays in .cache/cluster/e2e.log.
+# What `make test` runs, in phases (hack/phase.sh): the build, the
+# start, the scenarios, then cluster-down, unless a cluster was already
+# running (it is left as it was found). The scenarios' log (with the
+# pods' logs of a failing one) stays in .cache/cluster/e2e.log.
 cluster-test:
 	@set -uo pipefail; running=; [ -d $(CURDIR)/.cache/cluster/run ] && running=1; \
-	$(MAKE) --no-print-directory --output-sync=none e2e-cluster; rc=$$?; \
-	if [ -z "$$running" ]; then $(MAKE) --no-print-directory cluster-down || rc=1; fi; \
+	$(PHASE) cluster-build $(MAKE) --no-print-directory cluster-build && \
+	$(PHASE) cluster-up $(MAKE) --no-print-directory cluster-start && \
+	$(PHASE) scenarios $(MAKE) --no-print-directory e2e-scenarios; rc=$$?; \
+	if [ -z "$$running" ]; then $(PHASE) cluster-down $(MAKE) --no-print-directory cluster-down || rc=1; fi; \
 	exit $$rc
