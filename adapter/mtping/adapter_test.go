@@ -237,7 +237,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			}
 		},
 	}, {
-		name: "not ready, deleted and tombstoned sources stop",
+		name: "deleted and tombstoned sources stop, one no longer Ready fires on",
 		run: func(t *testing.T, f *fixture) {
 			f.a.promote(f.buckets[0], f.ctx)
 			f.a.promote(f.buckets[1], f.ctx)
@@ -246,8 +246,23 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			f.upsert(notReady)
 			f.a.forget(pingSource("tenant", "s01"))
 			f.a.forget(cache.DeletedFinalStateUnknown{Key: "tenant/s02", Obj: pingSource("tenant", "s02")})
-			if n := f.fireAll(); n != 17 || f.sender.lastCount() != 17 {
-				t.Errorf("sent %d, told %d; want 17", n, f.sender.lastCount())
+			if n := f.fireAll(); n != 18 || f.sender.lastCount() != 18 {
+				t.Errorf("sent %d, told %d; want 18", n, f.sender.lastCount())
+			}
+		},
+	}, {
+		name: "a source never Ready is not scheduled",
+		run: func(t *testing.T, f *fixture) {
+			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[1], f.ctx)
+			fresh := pingSource("tenant", "new")
+			fresh.Status.MarkNoSink("NotFound", "")
+			f.upsert(fresh)
+			if _, ok := f.a.jobs[types.NamespacedName{Namespace: "tenant", Name: "new"}]; ok {
+				t.Error("a source never Ready was scheduled")
+			}
+			if n := f.fireAll(); n != 20 {
+				t.Errorf("sent %d, want the 20 Ready sources", n)
 			}
 		},
 	}, {
