@@ -10,6 +10,22 @@ kc apply -f "$SRC/manifests/hello-ksvc.yaml" >/dev/null
 kc -n kc-smoke-serving wait --for=condition=Ready ksvc/hello --timeout=120s >/dev/null
 url=$(kc -n kc-smoke-serving get ksvc hello -o jsonpath='{.status.url}')
 host=${url#http://}
+# Traefik marks the route's KIngress Ready once it has loaded it, not once
+# its backend answers: the ClusterIP of the revision's Service the
+# KIngress names, which kube-proxy programs in its own time (Traefik
+# answers Bad Gateway until then). Wait until that ClusterIP answers from
+# the node, whose rules are the ones Traefik's pod goes through, with the
+# headers Traefik adds (the activator, if in the path, routes by them).
+split='.spec.rules[0].http.paths[0].splits[0]'
+kingress() { kc -n kc-smoke-serving get ingresses.networking.internal.knative.dev hello -o jsonpath="{$split.$1}"; }
+svc=$(kingress serviceName)
+port=$(kingress servicePort)
+rev_ns=$(kingress appendHeaders.Knative-Serving-Namespace)
+rev=$(kingress appendHeaders.Knative-Serving-Revision)
+backend=$(kc -n kc-smoke-serving get svc "$svc" -o jsonpath='{.spec.clusterIP}'):$port
+out=$(retry 60 curl -fsS --max-time 10 -H "Host: $host" -H "Knative-Serving-Namespace: $rev_ns" \
+  -H "Knative-Serving-Revision: $rev" "http://$backend/") || fail "Traefik's backend $svc ($backend) does not answer: $out"
+log "host -> Traefik's backend $svc $backend: $out"
 ip=$(kc -n traefik get svc traefik -o jsonpath='{.spec.clusterIP}')
 for addr in "$ip:80" "$NODE_IP:31080"; do
   out=$(retry 10 curl -sS --max-time 10 -H "Host: $host" "http://$addr/") || fail "$host via $addr: no answer"

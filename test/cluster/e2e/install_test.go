@@ -61,7 +61,7 @@ func TestInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []struct{ image, selector, container string }{
-			{"dev.local/event-forwarding-proxy@", "serving.knative.dev/service=" + proxyService, "user-container"},
+			{"dev.local/event-forwarding-proxy@", "serving.knative.dev/service=" + proxyService, "proxy"},
 			{"dev.local/event-forwarding-mtping@", "sources.knative.dev/role=adapter", "dispatcher"},
 		} {
 			ref := regexp.MustCompile(regexp.QuoteMeta(want.image) + `sha256:[0-9a-f]{64}`).FindString(string(b))
@@ -73,17 +73,32 @@ func TestInstall(t *testing.T) {
 				t.Fatalf("no pod %s", want.selector)
 			}
 			for _, p := range pods {
+				// The container is found by its name, in the spec and the
+				// status: a name that matches none would check nothing.
+				inSpec, reported := false, false
 				for _, c := range p.Spec.Containers {
-					if c.Name == want.container && c.Image != ref {
-						t.Errorf("%s/%s: image %s, want the release's %s", p.Name, c.Name, c.Image, ref)
+					if c.Name == want.container {
+						inSpec = true
+						if c.Image != ref {
+							t.Errorf("%s/%s: image %s, want the release's %s", p.Name, c.Name, c.Image, ref)
+						}
 					}
 				}
 				for _, c := range p.Status.ContainerStatuses {
 					// Image is the name containerd found first (the archive's
 					// version tag); ImageID is the digest it runs.
-					if c.Name == want.container && c.ImageID != ref {
-						t.Errorf("%s/%s runs image %s, want the release's %s", p.Name, c.Name, c.ImageID, ref)
+					if c.Name == want.container {
+						reported = true
+						if c.ImageID != ref {
+							t.Errorf("%s/%s runs image %s, want the release's %s", p.Name, c.Name, c.ImageID, ref)
+						}
 					}
+				}
+				if !inSpec {
+					t.Errorf("pod %s has no container %q", p.Name, want.container)
+				}
+				if !reported {
+					t.Errorf("pod %s reports no status of container %q: the image it runs is unknown", p.Name, want.container)
 				}
 			}
 		}

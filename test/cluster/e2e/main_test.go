@@ -61,6 +61,39 @@ var cluster struct {
 	ingress string
 }
 
+// The scenarios share the cluster's one install, so they run one at a
+// time, in file order, but for two: the seed scenario ends with the
+// HPA's five-minute window before the proxy scales back in, and the
+// adapter's scenario, which never scales the proxy, runs during that
+// window. Both are parallel tests, so they run after every other
+// scenario, and the adapter's waits until the seed scenario's load is
+// over: its PingSources deleted, its settings restored, every event
+// accounted for. The seed scenario sets running before its t.Parallel,
+// which returns in the adapter's scenario only once every top-level test
+// has started: a run of the adapter's scenario alone does not wait.
+// seedDeadline bounds the seed scenario, its wait for the HPA included.
+const seedDeadline = 30 * time.Minute
+
+var seedRun = struct {
+	running  bool
+	loadOver chan struct{}
+}{loadOver: make(chan struct{})}
+
+// afterSeedLoad waits until the seed scenario's load is over, if the
+// seed scenario runs; it fails the test if that takes longer than the
+// seed scenario's own deadline.
+func afterSeedLoad(t testing.TB) {
+	t.Helper()
+	if !seedRun.running {
+		return
+	}
+	select {
+	case <-seedRun.loadOver:
+	case <-time.After(seedDeadline):
+		t.Fatalf("the seed scenario's load did not end within %v", seedDeadline)
+	}
+}
+
 func TestMain(m *testing.M) {
 	if err := connect(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n(the cluster comes from `make cluster-up`)\n", err)

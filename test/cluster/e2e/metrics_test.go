@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -100,8 +101,9 @@ series:
 // containerUsage is one container's line in the kubelet's resource metrics.
 type containerUsage struct {
 	namespace, pod, container string
-	workingSet                float64 // bytes
-	cpu                       float64 // core-seconds since the container started
+	workingSet                float64   // bytes
+	workingSetAt              time.Time // when the kubelet sampled workingSet; zero if it did not say
+	cpu                       float64   // core-seconds since the container started
 }
 
 // containerUsages reads every node's kubelet resource metrics
@@ -140,6 +142,9 @@ func containerUsages(ctx context.Context, t testing.TB) []containerUsage {
 				}
 				if family == "container_memory_working_set_bytes" {
 					c.workingSet = m.GetGauge().GetValue()
+					if ms := m.GetTimestampMs(); ms > 0 {
+						c.workingSetAt = time.UnixMilli(ms)
+					}
 				} else {
 					c.cpu = m.GetCounter().GetValue()
 				}

@@ -31,6 +31,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// oidcSinkAudience is the sink's OIDC audience. A Knative Service
+// publishes none in its address, so the source names it (spec.sink.audience),
+// and Eventing's controller copies it into the PingSource's
+// status.sinkAudience, where the adapter reads it.
+const oidcSinkAudience = "e2esink"
+
 const oidcSourceManifest = `
 apiVersion: sources.knative.dev/v1
 kind: PingSource
@@ -41,6 +47,7 @@ spec:
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
     uri: /oidc
+    audience: ` + oidcSinkAudience + `
 `
 
 // TestOIDC turns Eventing's OIDC feature on: the adapter's events reach the
@@ -56,9 +63,23 @@ func TestOIDC(t *testing.T) {
 	s := newSink(ctx, t, ns)
 	setThreshold(ctx, t, "0")
 	apply(ctx, t, ns, oidcSourceManifest)
-	src := waitReady(ctx, t, pingSourceGVR, ns, "oidc", 2*time.Minute)
-	audience, _, _ := unstructured.NestedString(src.Object, "status", "sinkAudience")
-	t.Logf("the PingSource's sink audience: %q", audience)
+	waitReady(ctx, t, pingSourceGVR, ns, "oidc", 2*time.Minute)
+	// The adapter asks for the sink's token with the status' audience, as
+	// the source's OIDC service account: both must be there, or no event
+	// carries a token to check.
+	var audience, account string
+	eventually(t, time.Minute, time.Second, func() string {
+		return fmt.Sprintf("the PingSource's sink audience %q (want %q), its OIDC service account %q", audience, oidcSinkAudience, account)
+	}, func() bool {
+		src, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(ns).Get(ctx, "oidc", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		audience, _, _ = unstructured.NestedString(src.Object, "status", "sinkAudience")
+		account, _, _ = unstructured.NestedString(src.Object, "status", "auth", "serviceAccountName")
+		return audience == oidcSinkAudience && account != ""
+	})
+	t.Logf("the PingSource's sink audience %q, its OIDC service account %q", audience, account)
 
 	t.Run("the adapter's events, through the proxy", func(t *testing.T) {
 		adapters := adapterPods(ctx, t)
@@ -83,7 +104,7 @@ func TestOIDC(t *testing.T) {
 			t.Errorf("through the proxy %v, fallbacks %v: the proxy did not take the adapter's token", viaProxy, fallbacks)
 		}
 		for _, r := range rs {
-			if audience != "" && r.TokenAudience != audience {
+			if r.TokenAudience != audience {
 				t.Errorf("event %s: the sink got a token for %q, want %q", r.ID, r.TokenAudience, audience)
 			}
 			if len(r.ForwardHeaders) > 0 {

@@ -47,6 +47,7 @@ const (
 	seedLoad      = 4 * time.Minute // firing, after every source is Ready: at most, until the proxy scaled out
 	adapterPort   = 9090            // the adapter's /metrics
 	proxyMetrics  = 9095            // the proxy's /metrics in its pods
+	proxyMinScale = 2               // the default install's min-scale
 )
 
 const seedSourceManifest = `
@@ -67,19 +68,50 @@ spec:
 // and back in, a proxy pod that leaves with calls held finishes them, and
 // every event reaches its sink exactly once.
 func TestSeedScenario(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	seedRun.running = true // before t.Parallel: see seedRun
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), seedDeadline)
 	defer cancel()
-	ns := newNamespace(ctx, t, "seed")
-	s := newSink(ctx, t, ns)
-	setThreshold(ctx, t, seedThreshold)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(context.Background(), t, systemNamespace, "serving.knative.dev/service="+proxyService)
 			dumpLogs(context.Background(), t, systemNamespace, "sources.knative.dev/role=adapter")
 		}
 	})
+	// The load in a subtest of its own, so that its sources, sink and
+	// settings are gone when the adapter's scenario starts.
+	var loadStopped time.Time
+	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t) })
+	close(seedRun.loadOver)
+	if !loaded {
+		return
+	}
+
+	// Back in: the HPA's default five minutes of stabilization, then down to
+	// min-scale.
+	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", countReady(ctx, t)) }, func() bool {
+		return countReady(ctx, t) == proxyMinScale && len(proxyPods(ctx, t)) == proxyMinScale
+	})
+	t.Logf("back to %d proxy pods %v after the load stopped", proxyMinScale, time.Since(loadStopped).Round(time.Second))
+}
+
+// seedScenarioLoad runs the seed scenario's load until every event it
+// sent is accounted for, and returns when the load stopped.
+func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
+	ns := newNamespace(ctx, t, "seed")
+	s := newSink(ctx, t, ns)
+	setThreshold(ctx, t, seedThreshold)
 	adapters := adapterPods(ctx, t)
 	before := quietCounts(ctx, t, adapters)
+	// The baseline the scale-out is judged against: the proxy back at
+	// min-scale, an earlier scenario's pods gone (the HPA's five minutes
+	// of stabilization at most).
+	eventually(t, 9*time.Minute, 10*time.Second, func() string {
+		return fmt.Sprintf("%d ready of %d proxy pods before the load, want min-scale %d", countReady(ctx, t), len(proxyPods(ctx, t)), proxyMinScale)
+	}, func() bool {
+		return countReady(ctx, t) == proxyMinScale && len(proxyPods(ctx, t)) == proxyMinScale
+	})
+	basePods := countReady(ctx, t)
 
 	start := time.Now()
 	for i := range seedSources {
@@ -93,18 +125,21 @@ func TestSeedScenario(t *testing.T) {
 
 	// Load: watch the proxy's pods and held calls while the sources fire,
 	// until a pod beyond min-scale is ready.
-	w := watchProxy(ctx, t, seedLoad)
+	w := watchProxy(ctx, t, seedLoad, basePods)
 	loadStopped := time.Now()
-	t.Logf("load %v: ready proxy pods %d at first, at most %d; held calls at most %.0f; first pod beyond min-scale ready %v after the first held call",
-		w.ran, w.firstPods, w.maxPods, w.maxHeld, w.scaleOutAfter)
-	if w.maxPods <= 2 {
-		t.Errorf("the proxy never scaled out past min-scale 2 (held calls at most %.0f)", w.maxHeld)
+	t.Logf("load %v: ready proxy pods %d before, %d at first, at most %d; held calls at most %.0f; first pod beyond min-scale ready %v after the first held call",
+		w.ran, basePods, w.firstPods, w.maxPods, w.maxHeld, w.scaleOutAfter)
+	if w.maxPods <= basePods {
+		t.Errorf("the proxy never scaled out past the %d pods it had before the load (held calls at most %.0f)", basePods, w.maxHeld)
 	}
 
 	// A pod that leaves with calls held: delete one (as a scale-in does)
 	// and check below that none of its calls was cut.
 	victim, held := busiestProxyPod(ctx, t)
 	t.Logf("deleting proxy pod %s holding %.0f calls", victim, held)
+	if held < 1 {
+		t.Errorf("proxy pod %s, the busiest, holds no call: its delete shows no pod leaving with calls held", victim)
+	}
 	if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +172,7 @@ func TestSeedScenario(t *testing.T) {
 		return stillHeld == 0 && float64(arrived) == delivered
 	})
 	checkAccounted(t, rs, ns, before, after, adapters)
-
-	// Back in: the HPA's default five minutes of stabilization, then down to
-	// min-scale.
-	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", countReady(ctx, t)) }, func() bool {
-		return countReady(ctx, t) == 2 && len(proxyPods(ctx, t)) == 2
-	})
-	t.Logf("back to 2 proxy pods %v after the load stopped", time.Since(loadStopped).Round(time.Second))
+	return loadStopped
 }
 
 // setThreshold sets event-forwarding-threshold for the test, restoring the
@@ -312,13 +341,13 @@ func seedIDs(rs []record, ns string) map[string]int {
 type proxyWatch struct {
 	firstPods, maxPods int
 	maxHeld            float64
-	scaleOutAfter      time.Duration // from the first held call to the third ready pod
+	scaleOutAfter      time.Duration // from the first held call to the first ready pod beyond the baseline
 	ran                time.Duration
 }
 
 // watchProxy polls the proxy's ready pods and their held calls every 5 s
-// until a pod beyond min-scale 2 is ready, or for d at most.
-func watchProxy(ctx context.Context, t testing.TB, d time.Duration) proxyWatch {
+// until a pod beyond basePods is ready, or for d at most.
+func watchProxy(ctx context.Context, t testing.TB, d time.Duration, basePods int) proxyWatch {
 	t.Helper()
 	var w proxyWatch
 	var firstHeld time.Time
@@ -337,7 +366,7 @@ func watchProxy(ctx context.Context, t testing.TB, d time.Duration) proxyWatch {
 		if held > 0 && firstHeld.IsZero() {
 			firstHeld = time.Now()
 		}
-		if pods > 2 && w.scaleOutAfter == 0 && !firstHeld.IsZero() {
+		if pods > basePods && w.scaleOutAfter == 0 && !firstHeld.IsZero() {
 			w.scaleOutAfter = time.Since(firstHeld).Round(time.Second)
 		}
 		w.maxPods = max(w.maxPods, pods)

@@ -68,8 +68,12 @@ type Params struct {
 	// starts and stops firing a bucket just before or after its Lease
 	// changes. If zero, a move counts only within the gap itself.
 	Margin time.Duration
-	// Floor is the missed ticks any gap may have, whatever the moves.
-	Floor int
+	// MovedFloor is the missed ticks a gap may have whatever the kind of
+	// the moves counted for it, but never more than one per such move: a
+	// caller that cannot tell a graceful stop from a move to even the
+	// shares sets it to 1. A gap no move meets may miss none. If zero,
+	// each move costs what its kind allows.
+	MovedFloor int
 }
 
 // Violation is a gap between two consecutive ticks, Before and After,
@@ -79,8 +83,8 @@ type Violation struct {
 	Before, After time.Time
 	Twice         bool
 	Missed        int
-	// Allowed is what the gap could miss: Params.Floor or the cost of the
-	// moves counted for it, whichever is more.
+	// Allowed is what the gap could miss: the cost of the moves counted
+	// for it, or Params.MovedFloor if more, capped at one per move counted.
 	Allowed int
 	Moves   []Move // the moves counted for the gap
 }
@@ -102,8 +106,9 @@ func (v Violation) String() string {
 
 // Check checks ticks (sorted) against the moves of their bucket: a gap of
 // n missed ticks needs moves costing n or more whose span, Start to End,
-// meets the gap widened by p.Margin, or n at most p.Floor. It returns the ticks missed in all
-// and the gaps that break the promise.
+// meets the gap widened by p.Margin, or n at most p.MovedFloor and at
+// most one per such move; a gap no move meets may miss none. It returns
+// the ticks missed in all and the gaps that break the promise.
 func Check(ticks []time.Time, moves []Move, p Params) (missed int, vs []Violation) {
 	for i := 1; i < len(ticks); i++ {
 		before, after := ticks[i-1], ticks[i]
@@ -129,7 +134,7 @@ func Check(ticks []time.Time, moves []Move, p Params) (missed int, vs []Violatio
 				allowed += m.cost()
 			}
 		}
-		allowed = max(allowed, p.Floor)
+		allowed = max(allowed, min(p.MovedFloor, len(counted)))
 		if n > allowed {
 			vs = append(vs, Violation{Before: before, After: after, Missed: n, Allowed: allowed, Moves: counted})
 		}

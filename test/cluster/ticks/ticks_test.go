@@ -164,17 +164,32 @@ func TestCheck(t *testing.T) {
 	}})
 }
 
-func TestCheckFloor(t *testing.T) {
-	p := Params{Period: 10 * time.Second, Margin: 2 * time.Second, Floor: 1}
+func TestCheckMovedFloor(t *testing.T) {
+	p := Params{Period: 10 * time.Second, Margin: 2 * time.Second, MovedFloor: 1}
 	checkCases(t, p, []checkCase{{
-		name:       "a tick missed without a move, within the floor",
+		// The floor allowed a tick per gap whatever the moves: a source
+		// could lose a tick while its bucket stayed put.
+		name:       "a tick missed without a move, whatever the floor",
 		ticks:      ticksAt(0, 10, 30),
 		wantMissed: 1,
+		want:       []Violation{{Before: at(10), After: at(30), Missed: 1, Allowed: 0}},
 	}, {
-		name:       "two ticks missed without a move",
+		name:       "a tick missed by a graceful stop, within the floor",
+		ticks:      ticksAt(0, 10, 30),
+		moves:      []Move{stop("a", "b", 19.5, 21.2)},
+		wantMissed: 1,
+	}, {
+		name:       "two ticks missed by one graceful stop",
 		ticks:      ticksAt(0, 10, 40),
+		moves:      []Move{stop("a", "b", 19.5, 21.2)},
 		wantMissed: 2,
-		want:       []Violation{{Before: at(10), After: at(40), Missed: 2, Allowed: 1}},
+		want:       []Violation{{Before: at(10), After: at(40), Missed: 2, Allowed: 1, Moves: []Move{stop("a", "b", 19.5, 21.2)}}},
+	}, {
+		name:       "a tick missed next to a move beyond the margin",
+		ticks:      ticksAt(0, 10, 30),
+		moves:      []Move{share("a", "b", 32.5, 33)},
+		wantMissed: 1,
+		want:       []Violation{{Before: at(10), After: at(30), Missed: 1, Allowed: 0}},
 	}, {
 		name:       "two ticks missed by two moves, above the floor",
 		ticks:      ticksAt(0, 10, 40),
