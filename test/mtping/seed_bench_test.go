@@ -37,13 +37,14 @@ import (
 	"knative.dev/eventing/pkg/client/clientset/versioned"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/test/bench/report"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
-// The seed scenario's two modes.
+// The seed scenario's two modes, as report renders them.
 const (
-	modeDirect = "direct" // no proxy in config-event-forwarding
-	modeProxy  = "proxy"  // the proxy, threshold 0: every send handed off
+	modeDirect = report.MtpingDirect // no proxy in config-event-forwarding
+	modeProxy  = report.MtpingProxy  // the proxy, threshold 0: every send handed off
 )
 
 // seedConfig sizes the seed scenario (environment, see BenchmarkSeed).

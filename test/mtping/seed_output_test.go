@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"knative.dev/event-forwarding-proxy/test/bench/procstat"
+	"knative.dev/event-forwarding-proxy/test/bench/report"
 )
 
 // Where BenchmarkSeed writes, relative to this package's folder (go test
@@ -40,24 +41,14 @@ var (
 	seedPlotFile = filepath.Join(seedDocsDir, "bench", "mtping-seed.png")
 )
 
-// The generated block of docs/benchmarks.md: only what lies between the
-// markers is rewritten; when they are missing, the section is appended.
-const (
-	seedHeading = "## The seed scenario with the real mt-ping adapter"
-	seedBegin   = "<!-- mtping-seed:begin -->"
-	seedEnd     = "<!-- mtping-seed:end -->"
-)
+// The generated block of docs/benchmarks.md lies between
+// report.MtpingSeedBegin and report.MtpingSeedEnd: only that is
+// rewritten; when the markers are missing, the section is appended under
+// seedHeading.
+const seedHeading = "## The seed scenario with the real mt-ping adapter"
 
-// seedMachine describes where the benchmark ran.
-type seedMachine struct {
-	CPUModel     string  `json:"cpu_model"`
-	Cores        int     `json:"cores"`
-	GoVersion    string  `json:"go_version"`
-	Kernel       string  `json:"kernel"`
-	NofileLimit  uint64  `json:"nofile_limit"`
-	LoadAvgStart float64 `json:"load_avg_start"`
-	LoadAvgEnd   float64 `json:"load_avg_end"`
-}
+// seedMachine describes where the benchmark ran, as report reads it.
+type seedMachine report.MtpingSeedMachine
 
 func newMachine() *seedMachine {
 	m := &seedMachine{
@@ -81,13 +72,19 @@ type seedOutput struct {
 	Runs    []*seedRun   `json:"runs"`
 }
 
-// write writes the JSON, the plot and the block of docs/benchmarks.md.
+// write writes the JSON, the plot and the block of docs/benchmarks.md,
+// which report renders from the JSON as written, as
+// TestBenchmarksDocIsGenerated (test/bench/report) checks it.
 func (o seedOutput) write() error {
 	b, err := json.MarshalIndent(o, "", " ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(seedJSON, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	seed, err := report.ParseMtpingSeed(b)
+	if err != nil {
 		return err
 	}
 	if err := seedPlot(o.Runs, seedPlotFile); err != nil {
@@ -97,20 +94,21 @@ func (o seedOutput) write() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(seedDoc, replaceSeedBlock(doc, o.markdown()), 0o644)
+	return os.WriteFile(seedDoc, replaceSeedBlock(doc, seed.Markdown()), 0o644)
 }
 
 // replaceSeedBlock puts body between the markers of doc, or appends the
 // section with its markers when doc lacks them; nothing else changes.
 func replaceSeedBlock(doc []byte, body string) []byte {
-	i := bytes.Index(doc, []byte(seedBegin))
-	j := bytes.Index(doc, []byte(seedEnd))
+	begin, end := report.MtpingSeedBegin, report.MtpingSeedEnd
+	i := bytes.Index(doc, []byte(begin))
+	j := bytes.Index(doc, []byte(end))
 	if i < 0 || j < i {
-		out := append(bytes.TrimRight(doc, "\n"), "\n\n"+seedHeading+"\n\n"+seedBegin+"\n"+body+"\n"+seedEnd+"\n"...)
+		out := append(bytes.TrimRight(doc, "\n"), "\n\n"+seedHeading+"\n\n"+begin+"\n"+body+"\n"+end+"\n"...)
 		return out
 	}
 	var out bytes.Buffer
-	out.Write(doc[:i+len(seedBegin)])
+	out.Write(doc[:i+len(begin)])
 	out.WriteString("\n" + body + "\n")
 	out.Write(doc[j:])
 	return out.Bytes()

@@ -21,6 +21,8 @@ package mtping
 import (
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/bench/report"
 )
 
 // seedTick is one minute-tick inside a mode's run.
@@ -79,8 +81,9 @@ const latenessMetric = "kn_forward_mtping_tick_lateness_seconds"
 
 // settleAfter is how long after a tick a send still in flight counts as
 // held (AdapterSettledInflight). Handing a burst of 2000 events to the
-// proxy takes a few seconds on two busy cores.
-const settleAfter = 10 * time.Second
+// proxy takes a few seconds on two busy cores. It is report's, which
+// names it in the block of docs/benchmarks.md.
+const settleAfter = report.MtpingSettleAfter
 
 // finish computes the run's figures from its samples, the sink's counts
 // before and after, and a last scrape of the processes' metrics.

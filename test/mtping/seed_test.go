@@ -21,6 +21,8 @@ package mtping
 import (
 	"math"
 	"testing"
+
+	"knative.dev/event-forwarding-proxy/test/bench/report"
 )
 
 // TestSeedQuantile pins BenchmarkSeed's estimate of the tick lateness
@@ -64,10 +66,11 @@ func TestSeedQuantile(t *testing.T) {
 // TestReplaceSeedBlock: BenchmarkSeed rewrites only its block of
 // docs/benchmarks.md, and appends the section when the block is missing.
 func TestReplaceSeedBlock(t *testing.T) {
-	block := seedBegin + "\nnew\n" + seedEnd
+	begin, end := report.MtpingSeedBegin, report.MtpingSeedEnd
+	block := begin + "\nnew\n" + end
 	tests := []struct{ name, doc, want string }{{
 		name: "replaced between the markers",
-		doc:  "# B\n\n" + seedHeading + "\n\n" + seedBegin + "\nold\nlines\n" + seedEnd + "\n\n## After\n",
+		doc:  "# B\n\n" + seedHeading + "\n\n" + begin + "\nold\nlines\n" + end + "\n\n## After\n",
 		want: "# B\n\n" + seedHeading + "\n\n" + block + "\n\n## After\n",
 	}, {
 		name: "appended when missing",
