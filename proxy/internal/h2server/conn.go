@@ -156,7 +156,7 @@ func (c *conn) serve() {
 		c.idle = time.AfterFunc(d, c.closeIfIdle)
 	}
 	c.mu.Unlock()
-	c.closeWith(c.readLoop())
+	c.closeWith(c.linger(c.readLoop()))
 }
 
 // readLoop reads and handles frames until one breaks the connection.
@@ -209,18 +209,21 @@ func (c *conn) closeWith(err error) {
 	var ce http2.ConnectionError
 	if errors.As(err, &ce) {
 		// Say why (RFC 9113 5.4.1). The deadline cuts a writer stuck on
-		// a full socket that holds the write lock.
-		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		// a full socket that holds the write lock; it moves on while the
+		// caller still takes what is queued ahead of the GOAWAY.
+		stop := c.whileTaken(c.nc.SetWriteDeadline)
 		c.w.Lock()
 		if !c.writeShut {
 			c.mu.Lock()
 			last := c.lastID
 			c.mu.Unlock()
-			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			// A writer may have set its own, longer deadline meanwhile.
+			_ = c.nc.SetWriteDeadline(time.Now().Add(takePause))
 			_ = c.w.FR.WriteGoAway(last, http2.ErrCode(ce), nil)
 			_ = c.w.BW.Flush()
 		}
 		c.w.Unlock()
+		stop()
 	}
 	c.mu.Lock()
 	if c.err != nil {

@@ -17,6 +17,9 @@ limitations under the License.
 package h2server
 
 import (
+	"errors"
+	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -47,8 +50,8 @@ func (c *conn) goAway() {
 // still buffered go out, then a FIN; reading goes on for a moment so that
 // what the caller sends meanwhile (an ack, a WINDOW_UPDATE) does not turn
 // the close into a reset that could destroy the last answers in flight.
-// The reading goroutine ends at the caller's own close, or at the bound,
-// and closes the connection.
+// The reading goroutine ends at the caller's own close, or at the bound
+// (linger), and closes the connection.
 func (c *conn) closeGently() {
 	c.w.Lock()
 	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -106,4 +109,71 @@ func (c *conn) checkHealth() {
 	case ping != nil:
 		_ = c.write(func() error { return c.w.FR.WritePing(false, *ping) })
 	}
+}
+
+// linger goes on reading, once closeGently's second has passed (err, the
+// read loop's, is its deadline), while the caller still takes what is
+// queued for it (whileTaken): a slow caller, or a loaded machine, may need
+// more than a second to read a large answer, which a close with unread
+// input would throw away. What the caller sends now is dropped unread,
+// frames or not. It returns err.
+func (c *conn) linger(err error) error {
+	c.w.Lock()
+	shut := c.writeShut
+	c.w.Unlock()
+	if !shut || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	if queued, ok := unacked(c.nc); !ok || queued == 0 {
+		return err
+	}
+	stop := c.whileTaken(c.nc.SetReadDeadline)
+	defer stop()
+	buf := make([]byte, 16<<10)
+	for {
+		if _, rerr := c.br.Read(buf); rerr != nil {
+			return err // the caller closed, or stopped taking what is queued
+		}
+	}
+}
+
+// takePause is how long a caller may go without taking any of what is
+// queued for it before it counts as no longer reading (whileTaken).
+const takePause = 2 * time.Second
+
+// whileTaken sets a deadline takePause away with set (the connection's
+// read or write deadline) and, for as long as the caller takes what is
+// queued for it (the socket's queue shrank since the last look), moves it
+// on, up to the write timeout: a caller that reads slowly, or a loaded
+// machine, may need longer than any fixed bound to take what is queued,
+// while one that stopped reading gets takePause. stop ends the moves.
+// Where the queue cannot be seen, the deadline does not move.
+func (c *conn) whileTaken(set func(time.Time) error) (stop func()) {
+	_ = set(time.Now().Add(takePause))
+	queued, ok := unacked(c.nc)
+	if !ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		end := time.Now().Add(orDefault(c.s.WriteTimeout, 30*time.Second))
+		tick := time.NewTicker(takePause / 8)
+		defer tick.Stop()
+		for time.Now().Before(end) {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			was := queued
+			if queued, ok = unacked(c.nc); !ok {
+				return
+			}
+			if queued < was {
+				_ = set(time.Now().Add(takePause))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

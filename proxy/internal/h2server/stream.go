@@ -281,7 +281,11 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.resetLocked(st, http2.ErrCodeFlowControl, errors.New("h2server: the caller overflowed the stream's window"))
 		c.mu.Unlock()
 		c.sendWindowUpdates(0, grow, 0)
-		return nil
+		// DATA past the window is a wasted frame whether the stream is
+		// still open (a handler that answered has not yet let it go) or
+		// already closed: the caller's frames count the same, however
+		// late the handler's goroutine runs.
+		return c.wasted()
 	}
 	st.recv -= n
 	st.received += int64(len(data))
