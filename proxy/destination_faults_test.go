@@ -39,9 +39,9 @@ import (
 // is answered 502 unreachable (never 504, never a hang) well before the
 // call's deadline: within the dial timeout, or at once.
 func TestUnreachableDestinations(t *testing.T) {
-	closed := proxytest.NewDestination(t, nil)
-	closedURL := closed.URL
-	closed.Close()
+	// A port a socket holds, not a closed listener's: another test's
+	// server could be given that one, and answer.
+	closedURL := "http://" + proxytest.NewRefusingAddr(t)
 
 	var plaintext, handled atomic.Int64
 	tlsServer := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled.Add(1) }))

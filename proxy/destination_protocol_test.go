@@ -52,6 +52,14 @@ func sendEach(t *testing.T, tp *testProxy, dest string, n int) int {
 				}
 				sent++
 			}
+			if async {
+				// An event handed off holds its admission slot until it is
+				// delivered, which a loaded machine may not have done yet:
+				// the next callers' events would then find the pod's slots
+				// (FORWARD_MAX_INFLIGHT) taken and get 503 overloaded.
+				proxytest.Eventually(t, 10*time.Second, func() bool { return tp.Limiter.Inflight() == 0 },
+					"the events handed off were not delivered")
+			}
 		}
 	}
 	return sent

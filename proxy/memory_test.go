@@ -70,18 +70,24 @@ func gatedSink(t *testing.T, open <-chan struct{}, got *atomic.Int64) string {
 	return srv.URL
 }
 
-// sendPlateau waits until taken stops growing for 300ms and returns it.
+// sendPlateau waits until taken stops growing and returns it: 15 looks
+// in a row, 20 ms apart, that saw it unchanged. A count of looks, not a
+// span of time: a loaded machine that runs no goroutine of the test for
+// 300 ms does not pass for a plateau, since the looks stall with the
+// senders.
 func sendPlateau(t *testing.T, taken *atomic.Int64) int64 {
 	t.Helper()
-	last, since := taken.Load(), time.Now()
+	last, same := taken.Load(), 0
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Since(since) < 300*time.Millisecond {
+	for same < 15 {
 		if time.Now().After(deadline) {
 			t.Fatal("the callers never stopped sending")
 		}
 		time.Sleep(20 * time.Millisecond)
 		if n := taken.Load(); n != last {
-			last, since = n, time.Now()
+			last, same = n, 0
+		} else {
+			same++
 		}
 	}
 	return last

@@ -301,9 +301,9 @@ func mustGet(t *testing.T, url string) *http.Request {
 func TestOneLogLinePerRefusedOrFailedCall(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	p := newTestProxyLogger(t, nil, zap.New(core).Sugar())
-	closed := proxytest.NewDestination(t, nil)
-	closedURL := closed.URL
-	closed.Close()
+	// A port a socket holds, not a closed listener's: another test's
+	// server could be given that one, and answer.
+	closedURL := "http://" + proxytest.NewRefusingAddr(t)
 	for _, tc := range []struct {
 		name, dest, msg, reason, host string
 	}{

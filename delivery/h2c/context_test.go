@@ -67,48 +67,74 @@ func newHeldServer(t *testing.T, conf *http.HTTP2Config) *heldServer {
 // satisfying errors.Is(err, ctx.Err()); the stream is reset (the handler's
 // context ends); the transport serves the next call.
 func TestContextWhileWaiting(t *testing.T) {
-	tests := []struct {
+	type waitCase struct {
 		name    string
 		context func(t *testing.T) (context.Context, func()) // the context, and what ends it once the call is held
 		body    string
-		expires bool // the context ends by itself: do not wait for the call to be held
+		// expires, if set, is a deadline instead of context: the context
+		// ends by itself, and the test does not wait for the call to be
+		// held. A slow machine may not even have sent the call by then:
+		// the test then tries again, with twice the time.
+		expires time.Duration
 		stalled bool // the body is a pipe that gives its first bytes, then nothing until the test ends
 		want    error
-	}{
+	}
+	tests := []waitCase{
 		{name: "cancelled", context: cancellable, want: context.Canceled},
 		{name: "cancelled, with a body", context: cancellable, body: "payload", want: context.Canceled},
 		{name: "cancelled, with a stalled streaming body", context: cancellable, stalled: true, want: context.Canceled},
-		{name: "deadline", context: func(t *testing.T) (context.Context, func()) {
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		{name: "deadline", expires: 300 * time.Millisecond, want: context.DeadlineExceeded},
+	}
+	// call makes one call of tt. It reports false, having checked nothing,
+	// when a context that expires by itself did before the call reached
+	// the destination.
+	call := func(t *testing.T, tt waitCase) bool {
+		t.Helper()
+		srv := newHeldServer(t, nil)
+		tr, _ := newTransport(t, &h2c.Transport{})
+		var ctx context.Context
+		end := func() {}
+		if tt.expires > 0 {
+			var cancel func()
+			ctx, cancel = context.WithTimeout(context.Background(), tt.expires)
 			t.Cleanup(cancel)
-			return ctx, func() {}
-		}, expires: true, want: context.DeadlineExceeded},
+		} else {
+			ctx, end = tt.context(t)
+		}
+		req := newRequest(t, ctx, "POST", srv.url+"/held", strings.NewReader(tt.body), int64(len(tt.body)))
+		if tt.stalled {
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
+			go pw.Write([]byte("first bytes"))
+			req = newRequest(t, ctx, "POST", srv.url+"/held", pr, -1)
+		}
+		res := goCall(tr, req)
+		if tt.expires == 0 {
+			testproc.Eventually(t, waitLimit, "the call is held by the destination", func() bool { return srv.arrived.Load() == 1 })
+		}
+		end()
+		r := receive(t, res, "the call to end")
+		if tt.expires > 0 && srv.arrived.Load() == 0 {
+			return false
+		}
+		if !errors.Is(r.RTErr, tt.want) {
+			t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
+		}
+		if err := receive(t, srv.ended, "the handler's request context to end"); !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v, want context.Canceled", err)
+		}
+		get(t, tr, srv.url+"/ok")
+		return true
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newHeldServer(t, nil)
-			tr, _ := newTransport(t, &h2c.Transport{})
-			ctx, end := tt.context(t)
-			req := newRequest(t, ctx, "POST", srv.url+"/held", strings.NewReader(tt.body), int64(len(tt.body)))
-			if tt.stalled {
-				pr, pw := io.Pipe()
-				t.Cleanup(func() { pw.CloseWithError(errors.New("the test ended")) })
-				go pw.Write([]byte("first bytes"))
-				req = newRequest(t, ctx, "POST", srv.url+"/held", pr, -1)
+			for !call(t, tt) {
+				if tt.expires >= waitLimit {
+					t.Fatalf("the call never reached the destination before its context expired (%v)", tt.expires)
+				}
+				t.Logf("the context expired after %v, before the call reached the destination: again, with twice the time", tt.expires)
+				tt.expires *= 2
 			}
-			res := goCall(tr, req)
-			if !tt.expires {
-				testproc.Eventually(t, waitLimit, "the call is held by the destination", func() bool { return srv.arrived.Load() == 1 })
-			}
-			end()
-			r := receive(t, res, "the call to end")
-			if !errors.Is(r.RTErr, tt.want) {
-				t.Errorf("RoundTrip error %v, want one wrapping %v", r.RTErr, tt.want)
-			}
-			if err := receive(t, srv.ended, "the handler's request context to end"); !errors.Is(err, context.Canceled) {
-				t.Errorf("the handler's context ended with %v, want context.Canceled", err)
-			}
-			get(t, tr, srv.url+"/ok")
 		})
 	}
 }

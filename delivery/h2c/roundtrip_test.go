@@ -348,12 +348,9 @@ func TestDialDefault(t *testing.T) {
 // speak h2c, or that does not finish the handshake before the call's
 // deadline, fails the call; the last with the context's error.
 func TestDialFailures(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "http://" + closed.Addr().String()
-	closed.Close()
+	// A port a socket holds, not a closed listener's: the servers
+	// started next, or another test's, could be given that one.
+	closedURL := refusingURL(t)
 	http1 := httptest.NewServer(http.HandlerFunc(echo)) // HTTP/1.1 only
 	t.Cleanup(http1.Close)
 	silent := newRawListener(t) // accepts, reads, never answers

@@ -97,7 +97,7 @@ func TestTwoAdapters(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "every source fired 3 times", firedSince(steady, 3))
 	for _, s := range sources {
-		if tl := countTicks(sk.got(s, steady), tick); tl.duplicates != 0 || tl.missing != 0 {
+		if tl := countTicks(sk.sent(s, steady), tick); tl.duplicates != 0 || tl.missing != 0 {
 			t.Errorf("%s in steady state with two replicas: %+v", s, tl)
 		}
 	}
@@ -151,7 +151,7 @@ func checkGaps(t *testing.T, what string, sk *sink, sources []string, from, at t
 	var dups, missing int
 	var longest time.Duration
 	for _, s := range sources {
-		tl := countTicks(sk.got(s, from), tick)
+		tl := countTicks(sk.sent(s, from), tick)
 		dups += tl.duplicates
 		missing += tl.missing
 		longest = max(longest, tl.longest)

@@ -99,7 +99,7 @@ func TestSharesFollowReplicas(t *testing.T) {
 			movedBuckets += len(seq) - 1
 		}
 		for _, s := range sources {
-			tl := countTicks(sk.got(s, from), scaleTick)
+			tl := countTicks(sk.sent(s, from), scaleTick)
 			// Each move may cost the tick due while the Lease is free; a
 			// dead holder's, those due until its Lease expires.
 			seq := history[bucketOf(buckets, s)]
