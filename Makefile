@@ -18,6 +18,17 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 
 all: build
 
+# Content stamps: $(STAMPS)/NAME holds the hash of the files STAMP_NAME
+# lists, rewritten only when it changes (hack/stamp.sh). The builds of
+# pinned modules and of the cluster's programs depend on their stamp, not
+# on the files, so a fresh clone with .cache kept rebuilds nothing whose
+# inputs did not change.
+STAMPS := $(CURDIR)/.cache/stamps
+.PHONY: FORCE
+FORCE:
+$(STAMPS)/%: FORCE
+	@hack/stamp.sh $@ $(STAMP_$*)
+
 build: ## build every command into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
@@ -95,11 +106,15 @@ h2spec: $(TOOLS_BIN)/h2spec ## the HTTP/2 conformance suite against the inbound 
 # fail with a bare "context deadline exceeded" when it expires under load
 # (a race in Go's fuzz coordinator, golang/go#75804, fixed in Go 1.27).
 # The targets are found, not listed: every Fuzz function `go test -list`
-# reports, each run alone; the first failure stops the run.
+# reports in the packages whose test files declare one (listing every
+# package would build every test binary), each run alone; the first
+# failure stops the run.
 fuzz-short: FUZZTIME := 10000x
 fuzz-short fuzz:
 	@set -euo pipefail; \
-	targets=$$($(GO) test -list '^Fuzz' ./... | \
+	pkgs=$$(git grep --untracked -l '^func Fuzz' -- '*_test.go' | xargs -r -n1 dirname | sort -u | sed 's|^|./|'); \
+	if [ -z "$$pkgs" ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
+	targets=$$($(GO) test -list '^Fuzz' $$pkgs | \
 	  awk '/^Fuzz/ { names = names " " $$1; next } /^ok / { if (names != "") print $$2 names; names = "" }'); \
 	if [ -z "$$targets" ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
 	while read -r pkg names; do \
@@ -133,10 +148,11 @@ tidy-check:
 
 tools: $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd ## kube-apiserver and etcd for tests (cold: about 10 minutes)
 
-$(TOOLS_BIN)/kube-apiserver: $(TOOLS_MOD)
+STAMP_tools = $(TOOLS_MOD)
+$(TOOLS_BIN)/kube-apiserver: $(STAMPS)/tools
 	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
-$(TOOLS_BIN)/etcd: $(TOOLS_MOD)
+$(TOOLS_BIN)/etcd: $(STAMPS)/tools
 	cd test/tools && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
 # The release (docs/install.md): release/ holds one YAML per profile with
@@ -152,10 +168,12 @@ release: $(IMGTAR) ## release/: one YAML per profile, images by digest
 
 # The image-archive writer of the release and the cluster's images.
 IMGTAR := $(TOOLS_BIN)/imgtar
-$(IMGTAR): $(wildcard hack/imgtar/*.go)
+STAMP_imgtar = $(wildcard hack/imgtar/*.go)
+$(IMGTAR): $(STAMPS)/imgtar
 	CGO_ENABLED=0 $(GO) build -o $@ ./hack/imgtar
 
-$(TOOLS_BIN)/h2spec: test/tools/h2spec/go.mod test/tools/h2spec/go.sum
+STAMP_h2spec = test/tools/h2spec/go.mod test/tools/h2spec/go.sum
+$(TOOLS_BIN)/h2spec: $(STAMPS)/h2spec
 	cd test/tools/h2spec && $(GO) build -o $@ github.com/summerwind/h2spec/cmd/h2spec
 
 # Prometheus and promtool for test/monitoring (Debian's prometheus package,

@@ -1,7 +1,8 @@
 # The one-node Kubernetes + Knative cluster (test/cluster/README.md):
 # `make cluster-up`, `make cluster-down`. Binaries are built into
 # .cache/cluster/bin and image archives into .cache/cluster/images, each
-# again only when its module's go.mod/go.sum (the pins) or sources change.
+# again only when the content of its module's go.mod/go.sum (the pins) or
+# of its sources changes (content stamps, Makefile).
 .PHONY: cluster-build cluster-start cluster-up cluster-down cluster-deps cluster-bins cluster-images \
 	cluster-serving-bins cluster-serving-images cluster-eventing-bins cluster-eventing-images \
 	cluster-monitoring-bins cluster-monitoring-images
@@ -21,11 +22,7 @@ cluster-up: cluster-build ## a one-node Kubernetes + Knative cluster (.cache/clu
 # cluster-up without its build, for make test's phases.
 cluster-start:
 	$(CLUSTER_DIR)/up.sh
-	$(CLUSTER_DIR)/serving.sh
-	$(CLUSTER_DIR)/eventing.sh
-	$(CLUSTER_DIR)/monitoring.sh
-	$(CLUSTER_DIR)/check.sh smoke serving-smoke eventing-smoke monitoring-smoke
-	$(CLUSTER_DIR)/project.sh
+	$(CLUSTER_DIR)/start.sh
 
 cluster-down: ## stop the cluster and undo everything cluster-up did to the machine
 	$(CLUSTER_DIR)/down.sh
@@ -49,17 +46,19 @@ cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins
 # module's commands are built by one go build: it links one while it
 # compiles for another, where one go build a command would leave a core
 # idle during each link.
-$(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) &: $(TOOLS_MOD)
+$(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) &: $(STAMPS)/tools
 	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $(CLUSTER_BIN)/ $(CLUSTER_K8S:%=k8s.io/kubernetes/cmd/%)
 	touch $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%)
 
-$(CLUSTER_BIN)/coredns: $(COREDNS_MOD) test/cluster/coredns/main.go
+STAMP_coredns = $(COREDNS_MOD) test/cluster/coredns/main.go
+$(CLUSTER_BIN)/coredns: $(STAMPS)/coredns
 	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ .
-$(CLUSTER_BIN)/coredns.version: $(COREDNS_MOD)
+$(CLUSTER_BIN)/coredns.version: $(STAMPS)/coredns
 	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
 
 # The small static programs of test/cluster (standard library only).
-$(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: test/cluster/%/main.go
+$(foreach p,$(CLUSTER_SMALL),$(eval STAMP_$(p) = test/cluster/$(p)/main.go))
+$(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(STAMPS)/%
 	CGO_ENABLED=0 $(GO) build -o $@ ./test/cluster/$*
 
 # Image archives: one layer with the static binary, user 65532, written
@@ -75,7 +74,8 @@ $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.
 # runs it in the cluster: built from this module as the release builds
 # its binaries.
 PROJECT_SOURCES := $(shell git ls-files -co --exclude-standard -- go.mod go.sum '*.go' | grep -v -e '_test\.go$$' -e '^test/')
-$(CLUSTER_BIN)/heartbeats: $(PROJECT_SOURCES)
+STAMP_project = $(PROJECT_SOURCES)
+$(CLUSTER_BIN)/heartbeats: $(STAMPS)/project
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/heartbeats
 $(CLUSTER_IMAGES)/heartbeats.tar: $(CLUSTER_BIN)/heartbeats $(IMGTAR)
 	@mkdir -p $(@D)
@@ -88,10 +88,11 @@ $(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.ver
 # Knative Serving's binaries, from their own module (test/cluster/serving).
 SERVING_MOD := test/cluster/serving/go.mod test/cluster/serving/go.sum
 SERVING_CMDS := controller webhook autoscaler autoscaler-hpa activator queue
-$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) &: $(SERVING_MOD)
+STAMP_serving = $(SERVING_MOD)
+$(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) &: $(STAMPS)/serving
 	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/serving/ $(SERVING_CMDS:%=knative.dev/serving/cmd/%)
 	for c in $(SERVING_CMDS); do mv $(CLUSTER_BIN)/serving/$$c $(CLUSTER_BIN)/serving-$$c; done
-$(CLUSTER_BIN)/serving.version: $(SERVING_MOD)
+$(CLUSTER_BIN)/serving.version: $(STAMPS)/serving
 	echo $(call modversion,test/cluster/serving,knative.dev/serving) >$@
 $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/serving.version $(IMGTAR)
 	@mkdir -p $(@D)
@@ -99,7 +100,8 @@ $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CL
 
 # Traefik, Serving's ingress, from its own module (test/cluster/traefik).
 TRAEFIK_MOD := test/cluster/traefik/go.mod test/cluster/traefik/go.sum
-$(CLUSTER_BIN)/traefik.version: $(TRAEFIK_MOD)
+STAMP_traefik = $(TRAEFIK_MOD)
+$(CLUSTER_BIN)/traefik.version: $(STAMPS)/traefik
 	echo $(call modversion,test/cluster/traefik,github.com/traefik/traefik/v3) >$@
 $(CLUSTER_BIN)/traefik: $(CLUSTER_BIN)/traefik.version
 	cd test/cluster/traefik && CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
@@ -116,10 +118,11 @@ cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUS
 # build compiles client-go and knative.dev/pkg once for both.
 EVENTING_MOD := test/cluster/eventing/go.mod test/cluster/eventing/go.sum
 EVENTING_CMDS := controller webhook mtping
-$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) &: $(EVENTING_MOD)
+STAMP_eventing = $(EVENTING_MOD)
+$(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) &: $(STAMPS)/eventing
 	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/eventing/ $(EVENTING_CMDS:%=knative.dev/eventing/cmd/%)
 	for c in $(EVENTING_CMDS); do mv $(CLUSTER_BIN)/eventing/$$c $(CLUSTER_BIN)/eventing-$$c; done
-$(CLUSTER_BIN)/eventing.version: $(EVENTING_MOD)
+$(CLUSTER_BIN)/eventing.version: $(STAMPS)/eventing
 	echo $(call modversion,test/cluster/eventing,knative.dev/eventing) >$@
 $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/eventing.version $(IMGTAR)
 	@mkdir -p $(@D)
@@ -139,9 +142,10 @@ $(CLUSTER_IMAGES)/prometheus.tar: /usr/bin/prometheus $(CLUSTER_BIN)/prometheus.
 	  /usr/bin/prometheus=/prometheus $(CLUSTER_BIN)/podsd=/podsd /lib/x86_64-linux-gnu/libc.so.6=/lib/x86_64-linux-gnu/libc.so.6 \
 	  /lib64/ld-linux-x86-64.so.2=/lib64/ld-linux-x86-64.so.2
 ADAPTER_MOD := test/cluster/prometheus-adapter/go.mod test/cluster/prometheus-adapter/go.sum
-$(CLUSTER_BIN)/prometheus-adapter: $(ADAPTER_MOD)
+STAMP_prometheus-adapter = $(ADAPTER_MOD)
+$(CLUSTER_BIN)/prometheus-adapter: $(STAMPS)/prometheus-adapter
 	cd test/cluster/prometheus-adapter && CGO_ENABLED=0 $(GO) build -o $@ sigs.k8s.io/prometheus-adapter/cmd/adapter
-$(CLUSTER_BIN)/prometheus-adapter.version: $(ADAPTER_MOD)
+$(CLUSTER_BIN)/prometheus-adapter.version: $(STAMPS)/prometheus-adapter
 	echo $(call modversion,test/cluster/prometheus-adapter,sigs.k8s.io/prometheus-adapter) >$@
 $(CLUSTER_IMAGES)/prometheus-adapter.tar: $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version $(IMGTAR)
 	@mkdir -p $(@D)

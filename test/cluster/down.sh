@@ -38,9 +38,13 @@ pod_pids() { { cat /sys/fs/cgroup/*/kubepods/cgroup.procs /sys/fs/cgroup/*/kubep
 shopt -s globstar nullglob
 
 log "stopping processes"
+# All at once: each may take seconds to exit, and nothing here needs
+# another to be still running while it stops.
+cp=()
 for n in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd; do
-  if [ -f "$RUN/pids/$n" ]; then stop "$(cat "$RUN/pids/$n")"; fi
+  if [ -f "$RUN/pids/$n" ]; then cp+=("$(cat "$RUN/pids/$n")"); fi
 done
+[ ${#cp[@]} -eq 0 ] || stop "${cp[@]}"
 pids=$(pod_pids); [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 pids=$(ours); [ -z "$pids" ] || stop $pids
 sleep 0.5
@@ -65,17 +69,17 @@ if [ -f "$STATE/cgroups" ]; then
 fi
 
 log "removing iptables rules and chains"
-# unchain CMD: remove the jumps to, then the chains KUBE-*, KC-* and CNI-*
-# (kube-proxy's, kubelet's KUBE-FIREWALL and canaries, the guard's, CNI's).
+# unchain CMD: remove the chains KUBE-*, KC-* and CNI-* (kube-proxy's,
+# kubelet's KUBE-FIREWALL and canaries, the guard's, CNI's) and every jump
+# to them. Each table is saved, filtered and restored whole: one call per
+# table, where deleting rule by rule takes a minute after the scenarios
+# (thousands of kube-proxy rules). Rules of others come back as they were.
 unchain() {
-  local t r ch
+  local t saved
   for t in filter nat mangle raw; do
-    "$1" -t "$t" -S >/dev/null 2>&1 || continue
-    { "$1" -t "$t" -S | grep -E -- '-j (KUBE-|KC-|CNI-)' | grep -Ev '^-A (KUBE-|KC-|CNI-)' || true; } | while read -r r; do
-      eval "$1 -t $t ${r/#-A/-D}" || true
-    done
-    for ch in $("$1" -t "$t" -S | awk '/^-N (KUBE-|KC-|CNI-)/ {print $2}'); do "$1" -t "$t" -F "$ch"; done
-    for ch in $("$1" -t "$t" -S | awk '/^-N (KUBE-|KC-|CNI-)/ {print $2}'); do "$1" -t "$t" -X "$ch"; done
+    saved=$("$1-save" -t "$t" 2>/dev/null) || continue
+    grep -qE '^(:|-A )(KUBE-|KC-|CNI-)|-[jg] (KUBE-|KC-|CNI-)' <<<"$saved" || continue
+    grep -Ev '^(:|-A )(KUBE-|KC-|CNI-)|-[jg] (KUBE-|KC-|CNI-)' <<<"$saved" | "$1-restore" -T "$t"
   done
 }
 unchain iptables

@@ -55,10 +55,11 @@ if command -v nft >/dev/null; then nft list tables >"$STATE/nft-tables"; fi
 mkdir -p "$RUN/containerd"
 start containerd containerd --config "$ETC/containerd.toml"
 wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
-for a in "$IMAGES"/*.tar; do
-  ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --no-unpack=false "$a" >/dev/null
-done
-log "images imported: $(ls "$IMAGES" | tr '\n' ' ')"
+# The images are imported, two at a time, while the control plane starts:
+# the kubelet, started after, is the first to need them.
+printf '%s\0' "$IMAGES"/*.tar |
+  xargs -0 -P 2 -I{} ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --no-unpack=false {} >/dev/null &
+importing=$!
 
 start etcd etcd --name kc --data-dir "$RUN/etcd" --unsafe-no-fsync \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
@@ -90,6 +91,8 @@ start kube-controller-manager kube-controller-manager --kubeconfig "$KUBECONFIG_
   --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
   --service-cluster-ip-range "$SVC_CIDR" --cluster-cidr "$POD_CIDR" --allocate-node-cidrs --node-cidr-mask-size 24
 start kube-scheduler kube-scheduler --kubeconfig "$KUBECONFIG_FILE" --bind-address 127.0.0.1 --leader-elect=false
+wait "$importing" || { log "importing the images of $IMAGES failed"; exit 1; }
+log "images imported: $(ls "$IMAGES" | tr '\n' ' ')"
 
 mkdir -p "$RUN/kubelet"
 start kubelet kubelet --config "$ETC/kubelet.yaml" --kubeconfig "$KUBECONFIG_FILE" \

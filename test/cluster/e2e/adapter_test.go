@@ -105,8 +105,8 @@ spec:
 // tick fires twice and no source misses more ticks than its bucket's
 // moves allow.
 func TestAdapter(t *testing.T) {
-	t.Parallel() // beside the seed scenario's scale-in: see seedRun
-	afterSeedLoad(t)
+	t.Parallel() // beside the seed scenario's scale-in: see stages_test.go
+	after(t, upgradeStage, memoryStage, seedLoadStage, heartbeatsStage, oidcStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})

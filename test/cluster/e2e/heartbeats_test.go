@@ -114,6 +114,9 @@ data:
 // config-event-forwarding puts its sources over the threshold, and its Pod
 // shows the route (label and Event) where kubectl looks.
 func TestHeartbeats(t *testing.T) {
+	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
+	after(t, upgradeStage, memoryStage, seedLoadStage)
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
 	t.Cleanup(func() {

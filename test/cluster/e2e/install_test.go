@@ -40,6 +40,9 @@ import (
 // ingress, its held-call gauge served to the HPA, the adapter replaced,
 // Eventing's config-leader-election patched, forwarding on.
 func TestInstall(t *testing.T) {
+	installStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
+	after(t, upgradeStage, memoryStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

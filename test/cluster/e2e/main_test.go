@@ -27,9 +27,11 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,45 +63,32 @@ var cluster struct {
 	ingress string
 }
 
-// The scenarios share the cluster's one install, so they run one at a
-// time, in file order, but for two: the seed scenario ends with the
-// HPA's five-minute window before the proxy scales back in, and the
-// adapter's scenario, which never scales the proxy, runs during that
-// window. Both are parallel tests, so they run after every other
-// scenario, and the adapter's waits until the seed scenario's load is
-// over: its PingSources deleted, its settings restored, every event
-// accounted for. The seed scenario sets running before its t.Parallel,
-// which returns in the adapter's scenario only once every top-level test
-// has started: a run of the adapter's scenario alone does not wait.
-// seedDeadline bounds the seed scenario, its wait for the HPA included.
-const seedDeadline = 30 * time.Minute
-
-var seedRun = struct {
-	running  bool
-	loadOver chan struct{}
-}{loadOver: make(chan struct{})}
-
-// afterSeedLoad waits until the seed scenario's load is over, if the
-// seed scenario runs; it fails the test if that takes longer than the
-// seed scenario's own deadline.
-func afterSeedLoad(t testing.TB) {
-	t.Helper()
-	if !seedRun.running {
-		return
-	}
-	select {
-	case <-seedRun.loadOver:
-	case <-time.After(seedDeadline):
-		t.Fatalf("the seed scenario's load did not end within %v", seedDeadline)
-	}
-}
-
 func TestMain(m *testing.M) {
+	if err := allowAllScenariosAtOnce(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(2)
+	}
 	if err := connect(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n(the cluster comes from `make cluster-up`)\n", err)
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// scenarioSlots is how many parallel tests go test may run at once here:
+// more than there are scenarios. Every scenario is a parallel test, and
+// some wait for others (stages_test.go): at go test's default (GOMAXPROCS,
+// 2 on this machine) two waiting scenarios would hold both slots while the
+// ones they wait for never start.
+const scenarioSlots = 32
+
+func allowAllScenariosAtOnce() error {
+	flag.Parse()
+	f := flag.Lookup("test.parallel")
+	if n, err := strconv.Atoi(f.Value.String()); err == nil && n >= scenarioSlots {
+		return nil
+	}
+	return flag.Set("test.parallel", strconv.Itoa(scenarioSlots))
 }
 
 func connect() error {

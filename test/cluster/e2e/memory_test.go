@@ -57,6 +57,8 @@ var heldFor = map[string]time.Duration{"sync": 150 * time.Second, "async": 45 * 
 // checked: sampled while every call was held, above zero where the
 // container holds the calls, below perCallCeilingKB.
 func TestMemoryPerHeldCall(t *testing.T) {
+	memoryStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "memory")

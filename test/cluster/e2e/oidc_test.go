@@ -56,6 +56,9 @@ spec:
 // caller without a token for the proxy, or with one for another audience,
 // is refused.
 func TestOIDC(t *testing.T) {
+	oidcStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
+	after(t, upgradeStage, memoryStage, seedLoadStage, heartbeatsStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	setFeature(ctx, t, "authentication-oidc", "enabled")

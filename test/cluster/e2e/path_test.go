@@ -34,6 +34,9 @@ import (
 // activator or queue-proxy, the proxy, Traefik again, the sink's
 // queue-proxy, the sink) and checks what arrives and what comes back.
 func TestRealPath(t *testing.T) {
+	realPathStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
+	after(t, upgradeStage, memoryStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "path")

@@ -68,9 +68,10 @@ spec:
 // and back in, a proxy pod that leaves with calls held finishes them, and
 // every event reaches its sink exactly once.
 func TestSeedScenario(t *testing.T) {
-	seedRun.running = true // before t.Parallel: see seedRun
+	seedLoadStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), seedDeadline)
+	after(t, upgradeStage, memoryStage)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -82,7 +83,7 @@ func TestSeedScenario(t *testing.T) {
 	// settings are gone when the adapter's scenario starts.
 	var loadStopped time.Time
 	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t) })
-	close(seedRun.loadOver)
+	seedLoadStage.end()
 	if !loaded {
 		return
 	}
@@ -134,7 +135,9 @@ func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
 	}
 
 	// A pod that leaves with calls held: delete one (as a scale-in does)
-	// and check below that none of its calls was cut.
+	// and check below that none of its calls was cut. The scenarios
+	// running beside the load end first: their calls are not this check's.
+	after(t, installStage, realPathStage)
 	victim, held := busiestProxyPod(ctx, t)
 	t.Logf("deleting proxy pod %s holding %.0f calls", victim, held)
 	if held < 1 {

@@ -52,6 +52,8 @@ spec:
 // happens and that the PingSource keeps firing; then installs the project
 // again.
 func TestUpgradeRollbackUninstall(t *testing.T) {
+	upgradeStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "upgrade")
@@ -122,6 +124,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
+		after(t, memoryStage) // it holds calls in the installed proxy
 		docBlock(t, "uninstall")
 		eventually(t, 2*time.Minute, 2*time.Second, func() string { return "the proxy Service is still there" }, func() bool {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})

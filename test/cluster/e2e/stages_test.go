@@ -1,0 +1,98 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// The scenarios share the cluster's one install. Every one is a parallel
+// test, and each waits, at the points where it would disturb another or
+// be disturbed by it, for the stages it must come after. The node mostly
+// waits on pods, so three steps run what they can side by side:
+//
+//  1. The upgrade scenario (docs/install.md's Eventing upgrade, way back
+//     and uninstall, then the install again) beside the memory scenario,
+//     which holds calls in the installed proxy: the uninstall waits until
+//     the memory scenario is over.
+//  2. The seed scenario's load, on the fresh install at min-scale, beside
+//     the install's checks and the real path, which change no setting and
+//     start no PingSource; the seed scenario deletes its busiest proxy pod
+//     only once they are over.
+//  3. The seed scenario's wait for the HPA to scale the proxy back in (its
+//     five minutes of stabilization) beside the scenarios that change
+//     config-event-forwarding or Eventing's features, one after the other:
+//     heartbeats, OIDC, the adapter.
+//
+// TestMain lets go test run them all at once (scenarioSlots). Each
+// scenario marks its stage as running before its t.Parallel, which
+// returns only once every top-level test has started: a scenario run alone
+// (go test -run) waits for no stage that is not part of the run.
+var (
+	upgradeStage    = newStage("the upgrade scenario")
+	memoryStage     = newStage("the memory scenario")
+	seedLoadStage   = newStage("the seed scenario's load")
+	installStage    = newStage("the install's checks")
+	realPathStage   = newStage("the real-path scenario")
+	heartbeatsStage = newStage("the heartbeats scenario")
+	oidcStage       = newStage("the OIDC scenario")
+)
+
+// stagesDeadline bounds a wait for a stage: longer than any scenario's own
+// deadline, shorter than the scenarios' go test -timeout.
+const stagesDeadline = 40 * time.Minute
+
+// A stage is a part of the scenarios that others wait for.
+type stage struct {
+	name    string
+	running bool
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newStage(name string) *stage { return &stage{name: name, done: make(chan struct{})} }
+
+// begin marks the stage as part of this run (call it before t.Parallel)
+// and ends it once the test and its cleanups are over, however it ends:
+// its cleanup, registered first, runs last.
+func (s *stage) begin(t *testing.T) {
+	s.running = true
+	t.Cleanup(s.end)
+}
+
+// end ends the stage early, for those waiting on part of a test.
+func (s *stage) end() { s.once.Do(func() { close(s.done) }) }
+
+// after waits until every stage given that runs is over.
+func after(t testing.TB, stages ...*stage) {
+	t.Helper()
+	deadline := time.After(stagesDeadline)
+	for _, s := range stages {
+		if !s.running {
+			continue
+		}
+		select {
+		case <-s.done:
+		case <-deadline:
+			t.Fatalf("%s did not end within %v", s.name, stagesDeadline)
+		}
+	}
+}
