@@ -92,6 +92,7 @@ func (b *balancer) observe(name string, rec *resourcelock.LeaderElectionRecord, 
 
 // setMembers records the replicas alive, this one included.
 func (b *balancer) setMembers(live []string) {
+	live = slices.Clone(live) // the caller may go on using its slice
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !slices.Contains(live, b.id) {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,32 @@ func (l *fakeLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord
 func (l *fakeLock) RecordEvent(string) {}
 func (l *fakeLock) Identity() string   { return "a" }
 func (l *fakeLock) Describe() string   { return "fake" }
+
+// TestBalancerKeepsItsOwnMembers: the caller of setMembers may sort or
+// reuse its slice while acquisitions read the members (the race detector
+// saw the balancing loop sort it under a running election).
+func TestBalancerKeepsItsOwnMembers(t *testing.T) {
+	bal := newBalancer("a", []string{"l0", "l1"}, 5*time.Second, 500*time.Millisecond, time.Now)
+	live := []string{"c", "b", "a"}
+	bal.setMembers(live)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			bal.mayAcquire("l0")
+		}
+	}()
+	for range 100 {
+		slices.Sort(live)
+		live[0], live[2] = live[2], live[0]
+	}
+	<-done
+	bal.mu.Lock()
+	defer bal.mu.Unlock()
+	if !slices.Equal(bal.members, []string{"c", "b", "a"}) {
+		t.Errorf("members %v, want the ones given, as given", bal.members)
+	}
+}
 
 func TestBalancerGatesAcquisitions(t *testing.T) {
 	now := time.Unix(1000, 0)
