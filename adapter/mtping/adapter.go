@@ -57,7 +57,11 @@ import (
 // Sender delivers one event; *adapter.Sender is one.
 type Sender interface {
 	Send(ctx context.Context, t adapter.Target, e event.Event) (*adapter.Result, error)
-	// SetDirectSources is told how many PingSources this replica fires.
+	// SetDirectSources is told how many PingSources the adapter fires in
+	// all: every source this replica's informer sees served, whichever
+	// replica leads its bucket. The threshold counts the cluster's direct
+	// sources, so every replica switches at the same number, however many
+	// replicas share them.
 	SetDirectSources(n int)
 }
 

@@ -149,6 +149,24 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			}
 		},
 	}, {
+		// The threshold counts the cluster's direct sources: a replica
+		// that leads no bucket, or one, counts them all.
+		name: "every replica counts every source it sees served",
+		run: func(t *testing.T, f *fixture) {
+			if n := f.sender.lastCount(); n != 20 {
+				t.Errorf("leading no bucket: told %d sources, want 20", n)
+			}
+			f.a.promote(f.buckets[0], f.ctx)
+			f.a.demote(f.buckets[0], f.ctx)
+			if n := f.sender.lastCount(); n != 20 {
+				t.Errorf("after leading a bucket: told %d sources, want 20", n)
+			}
+			f.a.forget(pingSource("tenant", "s03"))
+			if n := f.sender.lastCount(); n != 19 {
+				t.Errorf("after a delete: told %d sources, want 19", n)
+			}
+		},
+	}, {
 		name: "a promoted bucket fires its sources once per tick",
 		run: func(t *testing.T, f *fixture) {
 			f.a.promote(f.buckets[0], f.ctx)
@@ -156,8 +174,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			if want == 0 || want == 20 {
 				t.Fatalf("bucket 0 has %d of 20 sources: hashing does not split", want)
 			}
-			if n := f.fireAll(); n != want || f.sender.lastCount() != want {
-				t.Errorf("sent %d, told %d sources; want %d", n, f.sender.lastCount(), want)
+			if n := f.fireAll(); n != want || f.sender.lastCount() != 20 {
+				t.Errorf("sent %d, told %d sources; want %d sent, 20 told", n, f.sender.lastCount(), want)
 			}
 			ids := map[string]bool{}
 			for i, e := range f.sender.events {
@@ -192,8 +210,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			for _, fire := range chosen {
 				fire()
 			}
-			if got, want := f.sender.sent(), f.inBucket(1); got != want || f.sender.lastCount() != want {
-				t.Errorf("sent %d, told %d; want %d", got, f.sender.lastCount(), want)
+			if got, want := f.sender.sent(), f.inBucket(1); got != want || f.sender.lastCount() != 20 {
+				t.Errorf("sent %d, told %d; want %d sent, 20 told", got, f.sender.lastCount(), want)
 			}
 		},
 	}, {

@@ -81,9 +81,11 @@ func (a *Adapter) upsert(sendCtx context.Context, obj any) {
 		a.p.Logger.Errorw("PingSource cannot be scheduled", zap.Stringer("pingsource", key), zap.Error(err))
 		delete(a.jobs, key)
 		a.unscheduleLocked(key)
+		a.p.Sender.SetDirectSources(len(a.jobs))
 		return
 	}
 	a.jobs[key] = j
+	a.p.Sender.SetDirectSources(len(a.jobs))
 	if a.leadsLocked(key) {
 		a.scheduleLocked(j)
 	}
@@ -100,6 +102,7 @@ func (a *Adapter) forget(obj any) {
 	defer a.mu.Unlock()
 	delete(a.jobs, key)
 	a.unscheduleLocked(key)
+	a.p.Sender.SetDirectSources(len(a.jobs))
 }
 
 // promote starts a term of leadership of b: its sources start firing.
@@ -160,7 +163,6 @@ func (a *Adapter) scheduleLocked(j *job) {
 	j.due.Store(j.schedule.Next(a.p.Now()).UnixNano())
 	id := a.cron.Schedule(j.schedule, cron.FuncJob(j.fire))
 	a.entries[j.key] = entry{id: id, job: j}
-	a.p.Sender.SetDirectSources(len(a.entries))
 }
 
 // unscheduleLocked takes key's job off the cron.
@@ -171,7 +173,6 @@ func (a *Adapter) unscheduleLocked(key types.NamespacedName) {
 	}
 	a.cron.Remove(e.id)
 	delete(a.entries, key)
-	a.p.Sender.SetDirectSources(len(a.entries))
 }
 
 // dueOf returns when the tick of j the cron runs now was due, and sets
