@@ -18,7 +18,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -27,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -37,11 +35,6 @@ import (
 	"knative.dev/event-forwarding-proxy/delivery"
 )
 
-// RouteLabel is the label of the adapter's own Pod that names its route,
-// direct or proxy: `kubectl get pods -L event-forwarding.knative.dev/route`.
-// No selector may use it: it changes while the Pod runs.
-const RouteLabel = "event-forwarding.knative.dev/route"
-
 // The reasons of the Events recorded on the Pod when the route changes.
 const (
 	ReasonForwardingThroughProxy = "ForwardingThroughProxy"
@@ -50,8 +43,8 @@ const (
 
 // PodRouteParams configure a PodRoute.
 type PodRouteParams struct {
-	// Client patches the Pod and records its Events: it needs patch on
-	// pods and create and patch on events in Namespace. Required.
+	// Client reads the Pod and records its Events: it needs get on pods
+	// and create and patch on events in Namespace. Required.
 	Client kubernetes.Interface
 	// Namespace and Name are the adapter's own Pod. If Name is empty, Run
 	// logs that there is no Pod and returns.
@@ -60,18 +53,21 @@ type PodRouteParams struct {
 	Component string
 	// Logger logs the failures. If nil, nothing is logged.
 	Logger *zap.SugaredLogger
-	// RetryDelay is the wait before a failed label is written again; it
-	// doubles with each further failure, with jitter. If zero, 1 s.
+	// RetryDelay is the wait before a failed read of the Pod is tried
+	// again; it doubles with each further failure, with jitter. If zero,
+	// 1 s.
 	RetryDelay time.Duration
 	// RetryMax caps that wait. If zero, 5 minutes.
 	RetryMax time.Duration
-	// Timeout bounds one patch. If zero, 10 s.
+	// Timeout bounds one read of the Pod. If zero, 10 s.
 	Timeout time.Duration
 }
 
-// PodRoute shows a Sender's route on the adapter's own Pod: it keeps
-// RouteLabel at the route and records an Event at each change, so that
-// kubectl get pods and kubectl describe pod show what the logs say.
+// PodRoute shows a Sender's route on the adapter's own Pod: it records an
+// Event about the Pod at each change, so that kubectl describe pod and
+// kubectl get events show what the logs say. It reads the Pod (for its
+// UID, by which kubectl describe pod finds its Events) and never writes
+// it: the adapter's account may change no Pod.
 //
 // Publish, the Sender's OnRouteChange, only stores the change in a single
 // slot, the latest winning; Run, on one goroutine, writes what the slot
@@ -128,11 +124,11 @@ func (pr *PodRoute) take() (adapter.RouteChange, bool) {
 	return pr.latest, pr.has
 }
 
-// Run writes the latest change onto the Pod until ctx ends: the label, and
-// an Event when the route differs from the last one recorded. A failed
-// patch is logged once per change and tried again, with the latest change,
-// at the next one or after a backoff. When there is no Pod to write to (no
-// name, or the API server has none of it) Run logs it at Info and returns.
+// Run records the latest change until ctx ends: an Event when the route
+// differs from the last one recorded. It first reads the Pod; a failed
+// read is logged once per change and tried again, with the latest change,
+// at the next one or after a backoff. When there is no Pod (no name, or
+// the API server has none of it) Run logs it at Info and returns.
 func (pr *PodRoute) Run(ctx context.Context) {
 	if pr.p.Name == "" {
 		pr.p.Logger.Info("The route is not shown on a Pod: its name is unknown (POD_NAME unset)")
@@ -172,72 +168,69 @@ func (pr *PodRoute) Run(ctx context.Context) {
 	}
 }
 
-// podWriter is Run's state: what it last wrote. Only Run's goroutine
-// uses it.
+// podWriter is Run's state: the Pod and what it last recorded. Only Run's
+// goroutine uses it.
 type podWriter struct {
 	pr       *PodRoute
 	recorder record.EventRecorder
-	pod      *corev1.ObjectReference // UID set once a patch returned the Pod
+	pod      *corev1.ObjectReference // UID set once the Pod was read
 	backoff  delivery.Backoff
 
-	labelled, recorded    adapter.Route
-	hasLabel, hasRecorded bool
-	failures              int // patches failed in a row
-	warnedSeq             uint64
-	warned                bool // a failure to write change warnedSeq was logged
+	found       bool // the Pod was read, or reading it is forbidden
+	recorded    adapter.Route
+	hasRecorded bool
+	failures    int // reads failed in a row
+	warnedSeq   uint64
+	warned      bool // a failure to read the Pod for change warnedSeq was logged
 }
 
-// write brings the Pod to c. It returns how long to wait before trying
-// again (0: nothing to retry), and done when there is no Pod to write to.
+// write records c. It returns how long to wait before trying again (0:
+// nothing to retry), and done when there is no Pod to record it about.
 func (w *podWriter) write(ctx context.Context, c adapter.RouteChange) (wait time.Duration, done bool) {
-	var err error
-	if !w.hasLabel || w.labelled != c.Route {
-		err = w.patch(ctx, c.Route)
+	if !w.found {
+		err := w.read(ctx)
 		switch {
+		case err == nil:
+			if w.failures > 0 {
+				w.pr.p.Logger.Infow("The adapter's Pod is read again: its route's Events follow", zap.Stringer("route", c.Route))
+			}
 		case apierrors.IsNotFound(err):
 			w.pr.p.Logger.Infow("The route is not shown on a Pod: the API server has no such Pod (not running in one?)",
 				zap.String("namespace", w.pod.Namespace), zap.String("pod", w.pod.Name))
 			return 0, true
-		case err != nil && ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return 0, true // shutting down: not a failure to report
+		case apierrors.IsForbidden(err):
+			// The Events are still recorded, without the UID:
+			// kubectl get events lists them, kubectl describe pod not.
+			w.pr.p.Logger.Warnw("Cannot read the adapter's Pod: its route's Events carry no UID, so kubectl describe pod does not list them (RBAC: get on pods in its namespace?)",
+				zap.String("namespace", w.pod.Namespace), zap.String("pod", w.pod.Name), zap.Error(err))
+		default:
+			w.failures++
+			if !w.warned || w.warnedSeq != c.Seq {
+				w.warnedSeq, w.warned = c.Seq, true
+				w.pr.p.Logger.Warnw("Cannot read the adapter's Pod to record its route: trying again later",
+					zap.String("namespace", w.pod.Namespace), zap.String("pod", w.pod.Name), zap.Stringer("route", c.Route), zap.Error(err))
+			}
+			return w.backoff.Wait(w.failures, 0), false
 		}
+		w.found, w.failures = true, 0
 	}
-	// kubectl describe pod shows only the Events that carry the Pod's UID,
-	// which a patch returns: wait for one, unless patching is forbidden.
-	if (!w.hasRecorded || w.recorded != c.Route) && (err == nil || w.pod.UID != "" || apierrors.IsForbidden(err)) {
+	if !w.hasRecorded || w.recorded != c.Route {
 		w.record(c)
 	}
-	if err == nil {
-		if w.failures > 0 {
-			w.pr.p.Logger.Infow("The adapter's Pod shows its route again", zap.Stringer("route", c.Route))
-		}
-		w.failures = 0
-		return 0, false
-	}
-	w.failures++
-	if !w.warned || w.warnedSeq != c.Seq {
-		w.warnedSeq, w.warned = c.Seq, true
-		w.pr.p.Logger.Warnw("Cannot label the adapter's Pod with its route: trying again later (RBAC: patch on pods in its namespace?)",
-			zap.String("namespace", w.pod.Namespace), zap.String("pod", w.pod.Name), zap.Stringer("route", c.Route), zap.Error(err))
-	}
-	return w.backoff.Wait(w.failures, 0), false
+	return 0, false
 }
 
-// patch sets RouteLabel to route with a JSON merge patch, which touches
-// no other label, and learns the Pod's UID from the answer.
-func (w *podWriter) patch(ctx context.Context, route adapter.Route) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{RouteLabel: route.String()}}})
-	if err != nil {
-		return err
-	}
+// read learns the Pod's UID.
+func (w *podWriter) read(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, w.pr.p.Timeout)
 	defer cancel()
-	pod, err := w.pr.p.Client.CoreV1().Pods(w.pod.Namespace).Patch(ctx, w.pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	pod, err := w.pr.p.Client.CoreV1().Pods(w.pod.Namespace).Get(ctx, w.pod.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	w.pod.UID = pod.UID // kubectl describe pod matches Events by UID
-	w.labelled, w.hasLabel = route, true
 	return nil
 }
 

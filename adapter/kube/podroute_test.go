@@ -45,18 +45,18 @@ const (
 )
 
 // podRouteFixture is a fake API server holding the adapter's Pod, and a
-// PodRoute writing to it on its own goroutine.
+// PodRoute recording about it on its own goroutine.
 type podRouteFixture struct {
-	kc      *fake.Clientset
-	pr      *PodRoute
-	logs    *observer.ObservedLogs
-	patches atomic.Int32
-	done    chan struct{} // closed when Run returns
+	kc    *fake.Clientset
+	pr    *PodRoute
+	logs  *observer.ObservedLogs
+	reads atomic.Int32
+	done  chan struct{} // closed when Run returns
 }
 
-// newPodRouteFixture starts Run; onPatch, when set, runs before the fake
-// applies each patch (number n, from 1) and may fail it.
-func newPodRouteFixture(t *testing.T, withPod bool, onPatch func(n int32) error) *podRouteFixture {
+// newPodRouteFixture starts Run; onRead, when set, runs before the fake
+// answers each read of the Pod (number n, from 1) and may fail it.
+func newPodRouteFixture(t *testing.T, withPod bool, onRead func(n int32) error) *podRouteFixture {
 	t.Helper()
 	var objs []runtime.Object
 	if withPod {
@@ -64,14 +64,14 @@ func newPodRouteFixture(t *testing.T, withPod bool, onPatch func(n int32) error)
 			Labels: map[string]string{"app": "adapter"}}})
 	}
 	f := &podRouteFixture{kc: fake.NewClientset(objs...), done: make(chan struct{})}
-	f.kc.PrependReactor("patch", "pods", func(ktesting.Action) (bool, runtime.Object, error) {
-		n := f.patches.Add(1)
-		if onPatch != nil {
-			if err := onPatch(n); err != nil {
+	f.kc.PrependReactor("get", "pods", func(ktesting.Action) (bool, runtime.Object, error) {
+		n := f.reads.Add(1)
+		if onRead != nil {
+			if err := onRead(n); err != nil {
 				return true, nil, err
 			}
 		}
-		return false, nil, nil // the tracker applies it
+		return false, nil, nil // the tracker answers
 	})
 	core, logs := observer.New(zap.InfoLevel)
 	f.logs = logs
@@ -83,14 +83,15 @@ func newPodRouteFixture(t *testing.T, withPod bool, onPatch func(n int32) error)
 	return f
 }
 
-// label is the Pod's route label ("" when unset).
-func (f *podRouteFixture) label(t *testing.T) string {
-	t.Helper()
-	pod, err := f.kc.CoreV1().Pods(podNamespace).Get(context.Background(), podName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+// podWrites are the fake's actions that would change a Pod.
+func (f *podRouteFixture) podWrites() []ktesting.Action {
+	var out []ktesting.Action
+	for _, a := range f.kc.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			out = append(out, a)
+		}
 	}
-	return pod.Labels[RouteLabel]
+	return out
 }
 
 // events are the Pod's Events, oldest first.
@@ -118,10 +119,10 @@ func change(seq uint64, route adapter.Route) adapter.RouteChange {
 	return adapter.RouteChange{Seq: seq, Route: route, Reason: "test reason " + route.String(), DirectSources: int(seq), DirectInflight: 3, ProxyInflight: 4}
 }
 
-// TestPodRouteLatestWins: while the API server holds a patch, a thousand
-// switches are published without blocking; once it answers, only the
-// latest route is written, in one more patch, and the Events name the
-// routes written.
+// TestPodRouteLatestWins: while the API server holds the read of the Pod,
+// a thousand switches are published without blocking; once it answers,
+// the change taken before and the latest route are recorded, about the
+// Pod's UID, and nothing writes the Pod.
 func TestPodRouteLatestWins(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	f := newPodRouteFixture(t, true, func(n int32) error {
@@ -132,7 +133,7 @@ func TestPodRouteLatestWins(t *testing.T) {
 		return nil
 	})
 	f.pr.Publish(change(0, adapter.RouteDirect))
-	receive(t, entered, "the first patch")
+	receive(t, entered, "the read of the Pod")
 	last := change(1001, adapter.RouteProxy)
 	for seq := uint64(1); seq < last.Seq; seq++ {
 		f.pr.Publish(change(seq, adapter.Route(seq%2)))
@@ -140,18 +141,6 @@ func TestPodRouteLatestWins(t *testing.T) {
 	f.pr.Publish(last)
 	f.pr.Publish(change(5, adapter.RouteDirect)) // late, from a racing switch
 	close(release)
-
-	waitFor(t, "the Pod is labelled proxy", func() bool { return f.label(t) == "proxy" })
-	if n := f.patches.Load(); n != 2 {
-		t.Errorf("%d patches, want 2: the one held and the latest route", n)
-	}
-	pod, err := f.kc.CoreV1().Pods(podNamespace).Get(context.Background(), podName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pod.Labels["app"] != "adapter" {
-		t.Errorf("labels %v: the patch dropped another label", pod.Labels)
-	}
 
 	waitFor(t, "two Events", func() bool { return len(f.events(t)) >= 2 })
 	type summary struct{ Type, Reason, UID, Message, Source string }
@@ -166,12 +155,18 @@ func TestPodRouteLatestWins(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Events (-want +got):\n%s", diff)
 	}
+	if n := f.reads.Load(); n != 1 {
+		t.Errorf("%d reads of the Pod, want 1", n)
+	}
+	if w := f.podWrites(); len(w) != 0 {
+		t.Errorf("the Pod was written: %v", w)
+	}
 }
 
-// TestPodRouteRetriesAFailedPatch: a patch the API server refuses is
-// tried again after the backoff, without a new change, and the failure is
-// logged once for that change.
-func TestPodRouteRetriesAFailedPatch(t *testing.T) {
+// TestPodRouteRetriesAFailedRead: a read of the Pod the API server refuses
+// is tried again after the backoff, without a new change, and the failure
+// is logged once for that change; the Event follows, with the UID.
+func TestPodRouteRetriesAFailedRead(t *testing.T) {
 	f := newPodRouteFixture(t, true, func(n int32) error {
 		if n <= 3 {
 			return apierrors.NewServiceUnavailable("etcd is slow")
@@ -179,41 +174,45 @@ func TestPodRouteRetriesAFailedPatch(t *testing.T) {
 		return nil
 	})
 	f.pr.Publish(change(0, adapter.RouteProxy))
-	waitFor(t, "the Pod is labelled proxy", func() bool { return f.label(t) == "proxy" })
-	waitFor(t, "the recovery is logged", func() bool { return f.logged(zapcore.InfoLevel, "The adapter's Pod shows its route again") > 0 })
-	if n := f.patches.Load(); n != 4 {
-		t.Errorf("%d patches, want 3 refused and 1 accepted", n)
-	}
-	if n := f.logged(zapcore.WarnLevel, "Cannot label"); n != 1 {
-		t.Errorf("%d warnings for one change, want 1", n)
-	}
 	waitFor(t, "one Event", func() bool { return len(f.events(t)) == 1 })
 	if e := f.events(t)[0]; e.Reason != ReasonForwardingThroughProxy || e.InvolvedObject.UID != "uid-1" {
 		t.Errorf("Event %s about UID %q, want %s about the Pod's uid-1", e.Reason, e.InvolvedObject.UID, ReasonForwardingThroughProxy)
 	}
+	if n := f.reads.Load(); n != 4 {
+		t.Errorf("%d reads, want 3 refused and 1 answered", n)
+	}
+	if n := f.logged(zapcore.WarnLevel, "Cannot read the adapter's Pod to record its route"); n != 1 {
+		t.Errorf("%d warnings for one change, want 1", n)
+	}
+	if n := f.logged(zapcore.InfoLevel, "The adapter's Pod is read again"); n != 1 {
+		t.Errorf("%d recoveries logged, want 1", n)
+	}
 
 	f.pr.Publish(change(1, adapter.RouteDirect))
-	waitFor(t, "the Pod is labelled direct", func() bool { return f.label(t) == "direct" })
+	waitFor(t, "the second Event", func() bool { return len(f.events(t)) == 2 })
+	if n := f.reads.Load(); n != 4 {
+		t.Errorf("%d reads, want no more once the Pod is known", n)
+	}
 }
 
-// TestPodRouteForbidden: without RBAC to patch the Pod, the adapter keeps
-// trying (after the backoff), warns once per change, and still records the
-// Event, without the UID it cannot learn.
+// TestPodRouteForbidden: without RBAC to read the Pod, the adapter warns
+// once and still records the Events, without the UID it cannot learn.
 func TestPodRouteForbidden(t *testing.T) {
 	f := newPodRouteFixture(t, true, func(int32) error {
 		return apierrors.NewForbidden(corev1.Resource("pods"), podName, nil)
 	})
 	f.pr.Publish(change(0, adapter.RouteProxy))
-	waitFor(t, "the patch is tried again", func() bool { return f.patches.Load() >= 3 })
 	waitFor(t, "the Event", func() bool { return len(f.events(t)) == 1 })
 	if e := f.events(t)[0]; e.Reason != ReasonForwardingThroughProxy || e.InvolvedObject.Name != podName || e.InvolvedObject.UID != "" {
 		t.Errorf("Event %s about %s (UID %q), want %s about %s", e.Reason, e.InvolvedObject.Name, e.InvolvedObject.UID, ReasonForwardingThroughProxy, podName)
 	}
-	if n := f.logged(zapcore.WarnLevel, "Cannot label"); n != 1 {
-		t.Errorf("%d warnings for one change, want 1", n)
+	f.pr.Publish(change(1, adapter.RouteDirect))
+	waitFor(t, "the second Event", func() bool { return len(f.events(t)) == 2 })
+	if n := f.logged(zapcore.WarnLevel, "Cannot read the adapter's Pod"); n != 1 {
+		t.Errorf("%d warnings, want 1", n)
 	}
-	if got := f.label(t); got != "" {
-		t.Errorf("label %q written although forbidden", got)
+	if n := f.reads.Load(); n != 1 {
+		t.Errorf("%d reads, want 1: a forbidden read is not tried again", n)
 	}
 }
 
@@ -227,8 +226,8 @@ func TestPodRouteWithoutAPod(t *testing.T) {
 		for seq := range uint64(10) {
 			f.pr.Publish(change(seq+1, adapter.Route(seq%2)))
 		}
-		if n := f.patches.Load(); n != 1 {
-			t.Errorf("%d patches, want the one that found no Pod", n)
+		if n := f.reads.Load(); n != 1 {
+			t.Errorf("%d reads, want the one that found no Pod", n)
 		}
 		if n := f.logged(zapcore.InfoLevel, "The route is not shown on a Pod"); n != 1 || f.logs.Len() != 1 {
 			t.Errorf("logs %v: want the one Info line", f.logs.All())

@@ -17,7 +17,6 @@ limitations under the License.
 package manifests
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -28,7 +27,6 @@ import (
 	"knative.dev/eventing/pkg/reconciler/pingsource/resources"
 	"knative.dev/pkg/logging"
 
-	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
 	"knative.dev/event-forwarding-proxy/config"
 )
@@ -112,18 +110,6 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 	if got.DrainTimeout >= grace {
 		t.Errorf("DRAIN_TIMEOUT %v does not end within the grace period %v", got.DrainTimeout, grace)
-	}
-}
-
-// TestRouteLabelSelectsNothing: the adapter rewrites kube.RouteLabel on
-// its own Pod while it runs, so no manifest may name it: a selector on it
-// would let a Deployment, Service or affinity rule lose or adopt Pods as
-// their route changes.
-func TestRouteLabelSelectsNothing(t *testing.T) {
-	for _, d := range loadConfig(t) {
-		if bytes.Contains(d.YAML, []byte(kube.RouteLabel)) {
-			t.Errorf("%s names %s", d, kube.RouteLabel)
-		}
 	}
 }
 

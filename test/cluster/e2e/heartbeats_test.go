@@ -33,7 +33,7 @@ import (
 // heartbeatsManifest runs cmd/heartbeats, the sample source on eventing's
 // adapter/v2, in a test's namespace with the least RBAC it needs: its
 // sources are labelled ConfigMaps in any namespace, config-event-forwarding
-// is in knative-eventing, it labels its own Pod, records Events and mints
+// is in knative-eventing, it reads its own Pod, records Events about it and mints
 // its own token for the proxy. Its metrics are adapter/v2's Prometheus
 // exporter on 9090, as upstream's K_OBSERVABILITY_CONFIG asks.
 const heartbeatsManifest = `
@@ -46,7 +46,6 @@ kind: ClusterRole
 metadata: {name: "{{NAMESPACE}}-heartbeats"}
 rules:
 - {apiGroups: [""], resources: [configmaps], verbs: [get, list, watch]}
-- {apiGroups: [""], resources: [events], verbs: [create, patch]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -58,7 +57,8 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: heartbeats, namespace: "{{NAMESPACE}}"}
 rules:
-- {apiGroups: [""], resources: [pods], verbs: [patch]}
+- {apiGroups: [""], resources: [pods], verbs: [get]}
+- {apiGroups: [""], resources: [events], verbs: [create, patch]}
 - {apiGroups: [""], resources: [serviceaccounts/token], resourceNames: [heartbeats], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -180,18 +180,11 @@ func TestHeartbeats(t *testing.T) {
 		return heartbeats()-from >= 3
 	})
 
-	route := ""
-	eventually(t, time.Minute, time.Second, func() string { return "the Pod's route label is " + route }, func() bool {
-		p, err := cluster.kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		route = p.Labels[kube.RouteLabel]
-		return route == "proxy"
-	})
-	eventually(t, time.Minute, time.Second, func() string { return "no ForwardingThroughProxy Event on the Pod" }, func() bool {
+	// The Event carries the Pod's UID (kubectl describe pod finds it by
+	// that), which the source read with its get on pods.
+	eventually(t, time.Minute, time.Second, func() string { return "no ForwardingThroughProxy Event about the Pod's UID" }, func() bool {
 		evs, err := cluster.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + pod.Name + ",reason=" + kube.ReasonForwardingThroughProxy})
+			FieldSelector: "involvedObject.name=" + pod.Name + ",involvedObject.uid=" + string(pod.UID) + ",reason=" + kube.ReasonForwardingThroughProxy})
 		return err == nil && len(evs.Items) > 0
 	})
 }
