@@ -53,4 +53,17 @@ for rev in $(kc -n $NS get revisions -l serving.knative.dev/service=event-forwar
   [ "${rev#*/}" = "${revs#*/}" ] || kc -n $NS delete "$rev" >/dev/null
 done
 kc -n $NS rollout status deployment/pingsource-mt-adapter --timeout=180s >/dev/null
+# Ready is Knative's: Traefik loads the new route a moment later and
+# answers 404 until then. Wait until the proxy itself answers through the
+# cluster-local entry point (its own answers carry Kn-Forward-Error).
+ingress=$(kc -n traefik get svc traefik-internal -o jsonpath='{.spec.clusterIP}:{.spec.ports[0].port}')
+proxy_answers() {
+  curl -sS -o /dev/null -D - --max-time 5 -H "Host: event-forwarding-proxy.$NS.svc.cluster.local" "http://$ingress/" |
+    grep -qi '^Kn-Forward-Error:'
+}
+end=$((SECONDS + 120))
+until proxy_answers; do
+  [ $SECONDS -lt $end ] || { echo "project: the proxy does not answer through Traefik ($ingress) after 120 s" >&2; exit 1; }
+  sleep 1
+done
 log "event-forwarding-proxy installed from release/: $(kc -n $NS get ksvc/event-forwarding-proxy -o jsonpath='{.spec.template.spec.containers[0].image}'), adapter $(kc -n $NS get deployment/pingsource-mt-adapter -o jsonpath='{.spec.template.spec.containers[0].image}')"
