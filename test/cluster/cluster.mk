@@ -54,6 +54,7 @@ STAMP_coredns = $(COREDNS_MOD) test/cluster/coredns/main.go
 $(CLUSTER_BIN)/coredns: $(STAMPS)/coredns
 	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ .
 $(CLUSTER_BIN)/coredns.version: $(STAMPS)/coredns
+	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
 
 # The small static programs of test/cluster (standard library only).
@@ -93,6 +94,7 @@ $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) &: $(STAMPS)/serving
 	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/serving/ $(SERVING_CMDS:%=knative.dev/serving/cmd/%)
 	for c in $(SERVING_CMDS); do mv $(CLUSTER_BIN)/serving/$$c $(CLUSTER_BIN)/serving-$$c; done
 $(CLUSTER_BIN)/serving.version: $(STAMPS)/serving
+	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/serving,knative.dev/serving) >$@
 $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/serving.version $(IMGTAR)
 	@mkdir -p $(@D)
@@ -102,6 +104,7 @@ $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CL
 TRAEFIK_MOD := test/cluster/traefik/go.mod test/cluster/traefik/go.sum
 STAMP_traefik = $(TRAEFIK_MOD)
 $(CLUSTER_BIN)/traefik.version: $(STAMPS)/traefik
+	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/traefik,github.com/traefik/traefik/v3) >$@
 $(CLUSTER_BIN)/traefik: $(CLUSTER_BIN)/traefik.version
 	cd test/cluster/traefik && CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
@@ -123,6 +126,7 @@ $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) &: $(STAMPS)/eventing
 	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/eventing/ $(EVENTING_CMDS:%=knative.dev/eventing/cmd/%)
 	for c in $(EVENTING_CMDS); do mv $(CLUSTER_BIN)/eventing/$$c $(CLUSTER_BIN)/eventing-$$c; done
 $(CLUSTER_BIN)/eventing.version: $(STAMPS)/eventing
+	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/eventing,knative.dev/eventing) >$@
 $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CLUSTER_BIN)/% $(CLUSTER_BIN)/eventing.version $(IMGTAR)
 	@mkdir -p $(@D)
@@ -135,6 +139,7 @@ cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar)
 # beside it, and podsd (its pod discovery: Debian's build has no
 # kubernetes_sd_configs). Prometheus Adapter from its own module.
 $(CLUSTER_BIN)/prometheus.version: /usr/bin/prometheus
+	@mkdir -p $(@D)
 	echo v$$(dpkg-query -W -f '$${Version}' prometheus | sed 's/[+~-].*//') >$@
 $(CLUSTER_IMAGES)/prometheus.tar: /usr/bin/prometheus $(CLUSTER_BIN)/prometheus.version $(CLUSTER_BIN)/podsd $(IMGTAR)
 	@mkdir -p $(@D)
@@ -146,6 +151,7 @@ STAMP_prometheus-adapter = $(ADAPTER_MOD)
 $(CLUSTER_BIN)/prometheus-adapter: $(STAMPS)/prometheus-adapter
 	cd test/cluster/prometheus-adapter && CGO_ENABLED=0 $(GO) build -o $@ sigs.k8s.io/prometheus-adapter/cmd/adapter
 $(CLUSTER_BIN)/prometheus-adapter.version: $(STAMPS)/prometheus-adapter
+	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/prometheus-adapter,sigs.k8s.io/prometheus-adapter) >$@
 $(CLUSTER_IMAGES)/prometheus-adapter.tar: $(CLUSTER_BIN)/prometheus-adapter $(CLUSTER_BIN)/prometheus-adapter.version $(IMGTAR)
 	@mkdir -p $(@D)
