@@ -160,6 +160,9 @@ $(TOOLS_BIN)/etcd: $(STAMPS)/tools
 # config-leader-election patch, the Prometheus Adapter rule and SHA256SUMS.
 # RELEASE_REGISTRY is where the images will be pushed; the default,
 # dev.local, is the test cluster's (it imports the archives).
+# IMGTAR is defined before the rules that name it: make reads a rule's
+# prerequisites as it meets the rule.
+IMGTAR := $(TOOLS_BIN)/imgtar
 RELEASE_REGISTRY ?= dev.local
 RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
 .PHONY: release
@@ -167,7 +170,6 @@ release: $(IMGTAR) ## release/: one YAML per profile, images by digest
 	RELEASE_REGISTRY=$(RELEASE_REGISTRY) RELEASE_PLATFORMS=$(RELEASE_PLATFORMS) IMGTAR=$(IMGTAR) hack/release.sh
 
 # The image-archive writer of the release and the cluster's images.
-IMGTAR := $(TOOLS_BIN)/imgtar
 STAMP_imgtar = $(wildcard hack/imgtar/*.go)
 $(IMGTAR): $(STAMPS)/imgtar
 	CGO_ENABLED=0 $(GO) build -o $@ ./hack/imgtar
