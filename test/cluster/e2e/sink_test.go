@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -104,7 +105,24 @@ func newSink(ctx context.Context, t testing.TB, namespace string) *sink {
 		mode, _, _ = unstructured.NestedString(sks.Object, "spec", "mode")
 		return mode == "Serve" && conditionTrue(sks, "Ready")
 	})
-	return &sink{namespace: namespace, URL: fmt.Sprintf("http://e2esink.%s.svc.cluster.local", namespace)}
+	// Ready comes before the ingress has loaded the sink's route, which
+	// answers 404 until then, to the proxy's calls too: wait until the
+	// route answers (GET /records, which the sink does not record).
+	host := fmt.Sprintf("e2esink.%s.svc.cluster.local", namespace)
+	status := 0
+	eventually(t, 2*time.Minute, time.Second, func() string { return fmt.Sprintf("the sink's route through the ingress answers %d", status) }, func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cluster.ingress+"/records", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+		return status == http.StatusOK
+	})
+	return &sink{namespace: namespace, URL: "http://" + host}
 }
 
 // records returns every request the sink's pod recorded, read from the
