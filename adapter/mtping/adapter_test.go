@@ -24,9 +24,11 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"knative.dev/pkg/apis"
 	kle "knative.dev/pkg/leaderelection"
 	"knative.dev/pkg/reconciler"
 
@@ -266,6 +268,25 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			f.a.forget(cache.DeletedFinalStateUnknown{Key: "tenant/s02", Obj: pingSource("tenant", "s02")})
 			if n := f.fireAll(); n != 18 || f.sender.lastCount() != 18 {
 				t.Errorf("sent %d, told %d; want 18", n, f.sender.lastCount())
+			}
+		},
+	}, {
+		name: "Deployed Unknown on every source, as while a replica starts: changes and new sources take effect",
+		run: func(t *testing.T, f *fixture) {
+			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[1], f.ctx)
+			updating := conditions(corev1.ConditionTrue, corev1.ConditionUnknown, corev1.ConditionTrue)
+			moved := pingSource("tenant", "s00", updating, func(s *sourcesv1.PingSource) {
+				s.Status.SinkURI, _ = apis.ParseURL("http://moved.tenant/")
+			})
+			f.upsert(moved)
+			f.upsert(pingSource("tenant", "new", updating))
+			if n := f.fireAll(); n != 21 {
+				t.Errorf("sent %d, want the 20 sources and the new one", n)
+			}
+			key := types.NamespacedName{Namespace: "tenant", Name: "s00"}
+			if got := f.a.entries[key].job.spec.sink; got != "http://moved.tenant/" {
+				t.Errorf("s00 fires at %s, want its new sink", got)
 			}
 		},
 	}, {

@@ -26,6 +26,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
 
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
@@ -37,9 +38,9 @@ import (
 // and @every 2s; a CRON_TZ=<zone> prefix carries spec.timezone.
 var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// errNotServed marks a PingSource the adapter does not fire: not Ready, or
-// no sink yet (upstream's controller sets both).
-var errNotServed = errors.New("not Ready or no status.sinkUri")
+// errNotServed marks a PingSource the adapter does not fire: no sink yet,
+// or a condition other than Deployed not True (see served).
+var errNotServed = errors.New("no status.sinkUri, or a condition but Deployed not True")
 
 // job is everything one PingSource needs to tick, built once per change of
 // the source. Its spec is comparable, so that an update which changes
@@ -74,10 +75,40 @@ type jobSpec struct {
 	account     string // status.auth.serviceAccountName
 }
 
+// served says whether the adapter fires a PingSource with this status: its
+// sink is resolved and every condition but Deployed is True. Deployed says
+// whether the adapter's own Deployment has every replica available:
+// Eventing marks it Unknown on every PingSource during each scale-up,
+// rollout, or replica that cannot start, while the running replicas are
+// the proof that the adapter is deployed. Conditions are read one by one,
+// not through Eventing's condition set, so that a release whose set is
+// smaller (no OIDCIdentityCreated) is read as it wrote them.
+func served(s *sourcesv1.PingSourceStatus) bool {
+	if s.SinkURI == nil {
+		return false
+	}
+	if s.IsReady() {
+		return true
+	}
+	sink := false
+	for _, c := range s.Conditions {
+		switch c.Type {
+		case apis.ConditionReady, sourcesv1.PingSourceConditionDeployed:
+		case sourcesv1.PingSourceConditionSinkProvided:
+			sink = c.IsTrue()
+		default:
+			if !c.IsTrue() {
+				return false
+			}
+		}
+	}
+	return sink
+}
+
 // newJob builds the job of src, or returns errNotServed (wrapped) when the
 // adapter must not fire it, or another error when its spec cannot be used.
 func newJob(src *sourcesv1.PingSource) (*job, error) {
-	if !src.Status.IsReady() || src.Status.SinkURI == nil {
+	if !served(&src.Status) {
 		return nil, errNotServed
 	}
 	spec := jobSpec{

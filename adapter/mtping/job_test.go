@@ -48,6 +48,31 @@ func pingSource(ns, name string, opts ...func(*sourcesv1.PingSource)) *sourcesv1
 
 func ptr[T any](v T) *T { return &v }
 
+// conditions sets a PingSource's SinkProvided, Deployed and
+// OIDCIdentityCreated conditions, and Ready from them, as Eventing's
+// controller does.
+func conditions(sink, deployed, oidc corev1.ConditionStatus) func(*sourcesv1.PingSource) {
+	return func(s *sourcesv1.PingSource) {
+		s.Status.SetConditions(nil)
+		s.Status.InitializeConditions()
+		m := sourcesv1.PingSourceCondSet.Manage(&s.Status)
+		for typ, st := range map[apis.ConditionType]corev1.ConditionStatus{
+			sourcesv1.PingSourceConditionSinkProvided:        sink,
+			sourcesv1.PingSourceConditionDeployed:            deployed,
+			sourcesv1.PingSourceConditionOIDCIdentityCreated: oidc,
+		} {
+			switch st {
+			case corev1.ConditionTrue:
+				m.MarkTrue(typ)
+			case corev1.ConditionFalse:
+				m.MarkFalse(typ, "Test", "")
+			default:
+				m.MarkUnknown(typ, "Test", "")
+			}
+		}
+	}
+}
+
 func TestNewJob(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC)
 	paris, err := time.LoadLocation("Europe/Paris")
@@ -101,6 +126,34 @@ func TestNewJob(t *testing.T) {
 	}, {
 		name:    "not ready",
 		src:     pingSource("tenant", "f", func(s *sourcesv1.PingSource) { s.Status.MarkNoSink("NotFound", "") }),
+		wantErr: errNotServed,
+	}, {
+		name: "Deployed Unknown, as during an adapter scale-up: served",
+		src:  pingSource("tenant", "l", conditions(corev1.ConditionTrue, corev1.ConditionUnknown, corev1.ConditionTrue)),
+		want: want{next: at.Add(2 * time.Second), contentType: "application/json", data: `{"n":1}`},
+	}, {
+		name: "Deployed False, from a release without the OIDC condition: served",
+		src: pingSource("tenant", "m", func(s *sourcesv1.PingSource) {
+			s.Status.SetConditions(apis.Conditions{
+				{Type: apis.ConditionReady, Status: corev1.ConditionFalse},
+				{Type: sourcesv1.PingSourceConditionSinkProvided, Status: corev1.ConditionTrue},
+				{Type: sourcesv1.PingSourceConditionDeployed, Status: corev1.ConditionFalse},
+			})
+		}),
+		want: want{next: at.Add(2 * time.Second), contentType: "application/json", data: `{"n":1}`},
+	}, {
+		name:    "Deployed Unknown and the sink not resolved",
+		src:     pingSource("tenant", "n", conditions(corev1.ConditionFalse, corev1.ConditionUnknown, corev1.ConditionTrue)),
+		wantErr: errNotServed,
+	}, {
+		name:    "Deployed Unknown and no OIDC identity",
+		src:     pingSource("tenant", "o", conditions(corev1.ConditionTrue, corev1.ConditionUnknown, corev1.ConditionFalse)),
+		wantErr: errNotServed,
+	}, {
+		name: "no SinkProvided condition at all",
+		src: pingSource("tenant", "p", func(s *sourcesv1.PingSource) {
+			s.Status.SetConditions(apis.Conditions{{Type: apis.ConditionReady, Status: corev1.ConditionUnknown}})
+		}),
 		wantErr: errNotServed,
 	}, {
 		name:    "no sink",

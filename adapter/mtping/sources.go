@@ -70,11 +70,9 @@ func (a *Adapter) upsert(sendCtx context.Context, obj any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if errors.Is(err, errNotServed) {
-		// A source that stops being Ready keeps the schedule and sink it
-		// had, as upstream's adapter keeps it: Eventing marks every
-		// PingSource not Ready while the adapter's Deployment has a
-		// replica unavailable, during each scale-up and rollout. A source
-		// never Ready is not scheduled; a deleted one stops (forget).
+		// A source whose sink stops resolving keeps the schedule and sink
+		// it had, as upstream's adapter keeps it. One never served is not
+		// scheduled; a deleted one stops (forget).
 		return
 	}
 	if err != nil {
