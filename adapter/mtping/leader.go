@@ -119,7 +119,7 @@ type elector struct {
 }
 
 // run takes part in every bucket's election until ctx ends, then releases
-// the leases it holds and its member Lease, and returns. After a lost or
+// the leases it holds and its member slot, and returns. After a lost or
 // given-up term it stands again when its share allows.
 func (e *elector) run(ctx context.Context) error {
 	names := make([]string, len(e.buckets))
@@ -159,8 +159,7 @@ func (e *elector) run(ctx context.Context) error {
 		}
 		les = append(les, le)
 	}
-	members := &memberLeases{kc: e.kc, namespace: e.namespace, component: e.cc.Component,
-		name: MemberLeaseName(e.cc, e.cc.Identity), id: e.cc.Identity, duration: e.cc.LeaseDuration, now: time.Now}
+	members := newMemberSlots(e.kc, e.namespace, e.cc, time.Now)
 	var wg sync.WaitGroup
 	for i, le := range les {
 		wg.Go(func() {
@@ -178,10 +177,10 @@ func (e *elector) run(ctx context.Context) error {
 	return nil
 }
 
-// balance keeps this replica's member Lease, reads the others' and gives
+// balance keeps this replica's member slot, reads the others' and gives
 // up buckets above this replica's share, every retry period until ctx
-// ends; it then deletes the member Lease.
-func (e *elector) balance(ctx context.Context, bal *balancer, m *memberLeases, byName map[string]reconciler.Bucket) {
+// ends; it then releases the slot.
+func (e *elector) balance(ctx context.Context, bal *balancer, m *memberSlots, byName map[string]reconciler.Bucket) {
 	var wg sync.WaitGroup // the releases waiting for a tick
 	defer wg.Wait()
 	var lastErr string
@@ -189,23 +188,20 @@ func (e *elector) balance(ctx context.Context, bal *balancer, m *memberLeases, b
 	report := func(err error) {
 		switch {
 		case err != nil && err.Error() != lastErr:
-			e.log.Warnw("Member Leases: the shares may be uneven until this clears", zap.Error(err))
+			e.log.Warnw("Member slots: the shares may be uneven until this clears", zap.Error(err))
 			lastErr = err.Error()
 		case err == nil && lastErr != "":
-			e.log.Info("Member Leases readable again")
+			e.log.Info("Member slots readable again")
 			lastErr = ""
 		}
 	}
 	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
-		err := m.renew(ctx)
+		live, err := m.sync(ctx)
 		if err == nil {
-			var live []string
-			if live, err = m.live(ctx); err == nil {
-				bal.setMembers(live)
-				if slices.Sort(live); !slices.Equal(live, lastLive) {
-					e.log.Infow("Replicas sharing the buckets", zap.Strings("replicas", live))
-					lastLive = live
-				}
+			bal.setMembers(live)
+			if slices.Sort(live); !slices.Equal(live, lastLive) {
+				e.log.Infow("Replicas sharing the buckets", zap.Strings("replicas", live))
+				lastLive = live
 			}
 		}
 		report(err)
@@ -231,6 +227,6 @@ func (e *elector) balance(ctx context.Context, bal *balancer, m *memberLeases, b
 	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cc.RenewDeadline)
 	defer cancel()
 	if err := m.leave(leaveCtx); err != nil {
-		e.log.Warnw("Member Lease not deleted: the others count this replica until it expires", zap.Error(err))
+		e.log.Warnw("Member slot not released: the others count this replica until it expires", zap.Error(err))
 	}
 }

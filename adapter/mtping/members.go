@@ -18,49 +18,48 @@ package mtping
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	kle "knative.dev/pkg/leaderelection"
 )
 
-// MemberLabel marks the member Leases: one per running replica, renewed
-// like a bucket's Lease, so that each replica knows how many share the
-// buckets. Its value is the adapter's component name.
+// MemberLabel marks the member slots: Leases each held by one running
+// replica and renewed like a bucket's Lease, so that each replica knows
+// how many share the buckets. Its value is the adapter's component name.
 const MemberLabel = "event-forwarding.knative.dev/member-of"
 
-// MemberLeaseName is the member Lease of the replica with identity id:
-// the buckets' prefix, "member", and the identity (a hash of it when it
-// is not a valid name).
-func MemberLeaseName(cc kle.ComponentConfig, id string) string {
+// MemberSlotName is the name of member slot i: the buckets' prefix,
+// "member" and the slot's number. There are as many slots as buckets: a
+// replica beyond that many would lead no bucket anyway.
+func MemberSlotName(cc kle.ComponentConfig, i int) string {
 	prefix := strings.TrimSuffix(LeaseName(cc, 0), fmt.Sprintf(".%02d-of-%02d", 0, cc.Buckets))
-	name := prefix + ".member." + strings.ToLower(id)
-	if len(validation.IsDNS1123Subdomain(name)) != 0 {
-		sum := sha256.Sum256([]byte(id))
-		name = prefix + ".member." + hex.EncodeToString(sum[:8])
-	}
-	return name
+	return fmt.Sprintf("%s.member.%02d", prefix, i)
 }
 
-// memberLeases keeps this replica's member Lease and reads the others'.
-// Only the balancing loop uses it.
-type memberLeases struct {
+// memberSlots holds one member slot for this replica and reads the
+// others'. A fixed set of slots, taken over rather than made per replica,
+// leaves nothing behind when replicas come and go, and needs no right to
+// delete a Lease. Only the balancing loop uses it.
+type memberSlots struct {
 	kc        kubernetes.Interface
 	namespace string
 	component string
-	name, id  string
+	id        string
+	slots     []string
 	duration  time.Duration
 	now       func() time.Time
-	// seen: each member Lease's last version and when this replica first
-	// saw it; a Lease not renewed within its duration of that is dead.
+	// held is the slot this replica holds, "" while it holds none.
+	held string
+	// last is each slot as last listed; seen, each slot's last version and
+	// when this replica first saw it.
+	last map[string]coordinationv1.Lease
 	seen map[string]seenLease
 }
 
@@ -69,81 +68,177 @@ type seenLease struct {
 	observedAt time.Time
 }
 
-// renew creates or renews this replica's member Lease.
-func (m *memberLeases) renew(ctx context.Context) error {
-	leases := m.kc.CoordinationV1().Leases(m.namespace)
-	now := metav1.NewMicroTime(m.now())
-	spec := coordinationv1.LeaseSpec{HolderIdentity: new(m.id),
-		LeaseDurationSeconds: new(int32(m.duration / time.Second)), RenewTime: &now}
-	l, err := leases.Get(ctx, m.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		spec.AcquireTime = &now
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: map[string]string{MemberLabel: m.component}},
-			Spec:       spec,
-		}, metav1.CreateOptions{})
-		return err
+func newMemberSlots(kc kubernetes.Interface, namespace string, cc kle.ComponentConfig, now func() time.Time) *memberSlots {
+	m := &memberSlots{kc: kc, namespace: namespace, component: cc.Component, id: cc.Identity,
+		duration: cc.LeaseDuration, now: now}
+	for i := range int(cc.Buckets) {
+		m.slots = append(m.slots, MemberSlotName(cc, i))
 	}
-	if err != nil {
-		return err
-	}
-	spec.AcquireTime = l.Spec.AcquireTime
-	l.Spec = spec
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	return err
+	return m
 }
 
-// live returns the identities of the replicas whose member Leases are
-// alive, this one included. A Lease is alive while this replica has seen
-// a new version of it within its duration and its renew time is within
-// its duration too: a replica that starts after another died does not
-// count the dead one for a whole duration. (The renew time is another
-// replica's clock: clocks apart by more than a duration make the shares
-// less even, never a bucket fire twice, which the buckets' own Leases
-// decide.) Leases dead for two durations are deleted, so that replicas
-// that come and go leave nothing behind; one deleted wrongly comes back
-// at its holder's next renewal.
-func (m *memberLeases) live(ctx context.Context) ([]string, error) {
+// sync renews this replica's slot, or takes one that is absent, released
+// or dead, and returns the identities of the replicas whose slots are
+// alive, this one included. Every write is made at the version listed:
+// of two replicas taking one slot, one wins, the other tries another at
+// its next sync.
+func (m *memberSlots) sync(ctx context.Context) ([]string, error) {
 	leases := m.kc.CoordinationV1().Leases(m.namespace)
 	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: MemberLabel + "=" + m.component})
 	if err != nil {
 		return nil, err
 	}
 	now := m.now()
-	ids := []string{m.id}
+	m.last = make(map[string]coordinationv1.Lease, len(list.Items))
 	seen := make(map[string]seenLease, len(list.Items))
+	ids := []string{m.id}
+	var mine []string
 	for _, l := range list.Items {
+		if !slices.Contains(m.slots, l.Name) {
+			continue // a slot of another bucket count: not this set's
+		}
 		s, ok := m.seen[l.Name]
 		if !ok || s.version != l.ResourceVersion {
 			s = seenLease{version: l.ResourceVersion, observedAt: now}
 		}
 		seen[l.Name] = s
-		if l.Name == m.name || l.Spec.HolderIdentity == nil || l.Spec.LeaseDurationSeconds == nil || l.Spec.RenewTime == nil {
-			continue
-		}
-		d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-		renewed := l.Spec.RenewTime.Time
-		switch {
-		case now.Before(s.observedAt.Add(d)) && now.Before(renewed.Add(d)):
-			ids = append(ids, *l.Spec.HolderIdentity)
-		case now.After(s.observedAt.Add(2*d)) && now.After(renewed.Add(2*d)):
-			// Only this version: a renewal meanwhile keeps the Lease.
-			err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
-			if err == nil || apierrors.IsNotFound(err) {
-				delete(seen, l.Name)
-			}
+		m.last[l.Name] = l
+		switch holder := holderOf(&l); {
+		case holder == m.id:
+			mine = append(mine, l.Name)
+		case holder != "" && alive(&l, s, now) && !slices.Contains(ids, holder):
+			ids = append(ids, holder)
 		}
 	}
 	m.seen = seen
-	return ids, nil
+	// The slot held, or one this identity held before a restart; a second
+	// one (two restarts that raced) is released.
+	if !slices.Contains(mine, m.held) {
+		m.held = ""
+		if len(mine) > 0 {
+			m.held = mine[0]
+		}
+	}
+	for _, name := range mine {
+		if name != m.held {
+			_ = m.release(ctx, name) // counted by the others until it expires
+		}
+	}
+	if m.held != "" {
+		if err := m.write(ctx, m.held); err == nil || !apierrors.IsConflict(err) {
+			return ids, err
+		}
+		m.held = "" // taken by another, which saw this replica dead
+	}
+	return ids, m.take(ctx, now)
 }
 
-// leave deletes this replica's member Lease, so that the others count it
-// out at once rather than after its duration.
-func (m *memberLeases) leave(ctx context.Context) error {
-	err := m.kc.CoordinationV1().Leases(m.namespace).Delete(ctx, m.name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+// take takes the first slot that is absent, released or dead.
+func (m *memberSlots) take(ctx context.Context, now time.Time) error {
+	for _, name := range m.slots {
+		l, listed := m.last[name]
+		if listed && holderOf(&l) != "" && !dead(&l, m.seen[name], now) {
+			continue
+		}
+		err := m.write(ctx, name)
+		switch {
+		case err == nil:
+			m.held = name
+			return nil
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+			continue // another replica took it first
+		default:
+			return err
+		}
+	}
+	return nil // every slot held: this replica leads no bucket
+}
+
+// write makes this replica the holder of slot name, renewed now, at the
+// version last listed (created when none was).
+func (m *memberSlots) write(ctx context.Context, name string) error {
+	leases := m.kc.CoordinationV1().Leases(m.namespace)
+	now := metav1.NewMicroTime(m.now())
+	spec := coordinationv1.LeaseSpec{HolderIdentity: new(m.id),
+		LeaseDurationSeconds: new(int32(m.duration / time.Second)), RenewTime: &now, AcquireTime: &now}
+	l, listed := m.last[name]
+	var written *coordinationv1.Lease
+	var err error
+	if listed {
+		if holderOf(&l) == m.id {
+			spec.AcquireTime = l.Spec.AcquireTime
+		}
+		l.Spec = spec
+		written, err = leases.Update(ctx, &l, metav1.UpdateOptions{})
+	} else {
+		written, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{MemberLabel: m.component}},
+			Spec:       spec,
+		}, metav1.CreateOptions{})
+	}
+	if err == nil {
+		m.last[name] = *written // what leave releases
 	}
 	return err
+}
+
+// release frees slot name, if this replica still holds it at the version
+// last listed or written; one already another's, or gone, is left as is.
+func (m *memberSlots) release(ctx context.Context, name string) error {
+	l, ok := m.last[name]
+	if !ok || holderOf(&l) != m.id {
+		return nil
+	}
+	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: new("")}
+	_, err := m.kc.CoordinationV1().Leases(m.namespace).Update(ctx, &l, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		return err
+	}
+	delete(m.last, name)
+	return nil
+}
+
+// leave releases this replica's slot, so that the others count it out at
+// once rather than after its duration, and a new replica can take it.
+func (m *memberSlots) leave(ctx context.Context) error {
+	if m.held == "" {
+		return nil
+	}
+	err := m.release(ctx, m.held)
+	if err == nil {
+		m.held = ""
+	}
+	return err
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// alive says a slot is held: this replica has seen a new version of it
+// within its duration and its renew time is within its duration too, so
+// that a replica that starts after another died does not count the dead
+// one for a whole duration. (The renew time is another replica's clock:
+// clocks apart by more than a duration make the shares less even, never a
+// bucket fire twice, which the buckets' own Leases decide.)
+func alive(l *coordinationv1.Lease, s seenLease, now time.Time) bool {
+	d, renewed, ok := timing(l)
+	return ok && now.Before(s.observedAt.Add(d)) && now.Before(renewed.Add(d))
+}
+
+// dead says a slot may be taken over: unchanged for a whole duration as
+// this replica saw it, and not renewed for one by its holder's clock.
+func dead(l *coordinationv1.Lease, s seenLease, now time.Time) bool {
+	d, renewed, ok := timing(l)
+	return !ok || (!now.Before(s.observedAt.Add(d)) && !now.Before(renewed.Add(d)))
+}
+
+func timing(l *coordinationv1.Lease) (time.Duration, time.Time, bool) {
+	if l.Spec.LeaseDurationSeconds == nil || l.Spec.RenewTime == nil {
+		return 0, time.Time{}, false
+	}
+	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second, l.Spec.RenewTime.Time, true
 }

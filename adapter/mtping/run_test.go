@@ -83,8 +83,16 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(leases.Items) != int(tc.buckets) {
-				t.Errorf("%d leases, want %d", len(leases.Items), tc.buckets)
+			var buckets, members int
+			for _, l := range leases.Items {
+				if _, member := l.Labels[MemberLabel]; member {
+					members++
+				} else {
+					buckets++
+				}
+			}
+			if buckets != int(tc.buckets) || members != 1 {
+				t.Errorf("%d bucket Leases and %d member slots, want %d and the 1 this replica took", buckets, members, tc.buckets)
 			}
 			for _, l := range leases.Items {
 				if h := l.Spec.HolderIdentity; h != nil && *h != "" {

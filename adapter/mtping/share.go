@@ -22,7 +22,7 @@ import (
 )
 
 // shareView is what one replica knows of the buckets' holders: the
-// replicas alive (the adapter's member Leases, itself included) and how
+// replicas alive (the adapter's member slots, itself included) and how
 // many buckets each valid holder leads.
 type shareView struct {
 	buckets int

@@ -138,19 +138,26 @@ func TestSharesFollowReplicas(t *testing.T) {
 	if err := procs["adapter-d"].wait(10 * time.Second); err != nil {
 		t.Errorf("adapter-d after SIGTERM: %v", err)
 	}
-	// The stopped replica deleted its member Lease; the killed one's is
-	// deleted by the others once dead for two lease durations.
-	eventually(t, 4*leaseDuration, "only the running replicas have member Leases", func() bool {
+	// The stopped replica released its member slot; the killed one's is
+	// left for a replica to take over, never deleted: the member Leases
+	// stay as many as the buckets at most, held by the running replicas
+	// and the dead one.
+	eventually(t, 2*leaseDuration, "the stopped replica's member slot released", func() bool {
 		leases, err := c.kube.CoordinationV1().Leases(systemNamespace).List(c.ctx, metav1.ListOptions{LabelSelector: adapter.MemberLabel})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(leases.Items) > scaleBuckets {
+			t.Fatalf("%d member Leases for %d buckets", len(leases.Items), scaleBuckets)
+		}
 		var holders []string
 		for _, l := range leases.Items {
-			holders = append(holders, *l.Spec.HolderIdentity)
+			if h := *l.Spec.HolderIdentity; h != "" {
+				holders = append(holders, h)
+			}
 		}
 		slices.Sort(holders)
-		return slices.Equal(holders, []string{"adapter-a", "adapter-b"})
+		return slices.Equal(holders, []string{"adapter-a", "adapter-b", "adapter-c"})
 	})
 }
 
