@@ -61,10 +61,18 @@ test: ## everything CI runs, in two lanes; ends with a table of its phases
 
 test-start: cluster-deps prometheus-tools bench-haproxy tools $(TOOLS_BIN)/golangci-lint $(TOOLS_BIN)/h2spec
 
+# The fuzz targets run beside the integration tests, which mostly wait on
+# the processes they start.
+.PHONY: test-integration-phase test-fuzz-phase
 test-checks:
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) unit $(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory -j2 test-integration-phase test-fuzz-phase
+
+test-integration-phase:
 	@$(PHASE) integration $(MAKE) --no-print-directory integration
+
+test-fuzz-phase:
 	@$(PHASE) fuzz $(MAKE) --no-print-directory fuzz-short
 	@$(PHASE) h2spec $(MAKE) --no-print-directory h2spec
 
@@ -72,9 +80,9 @@ test-checks:
 # them (no tools, no processes), with Go's test cache on: a package whose
 # test binary and inputs did not change is not run again. The boundaries
 # test reads the packages' imports through `go list`, which the cache
-# cannot see, so it always runs.
+# cannot see, so it always runs, and only once.
 unit: ## unit tests, with the race detector
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -vx knative.dev/event-forwarding-proxy/test/boundaries)
 	$(GO) test -race -count=1 ./test/boundaries/
 
 # Tests that need kube-apiserver and etcd (tools), Prometheus and promtool

@@ -31,38 +31,43 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The seed scenario, compressed in time: PingSources firing every 10 s to
-// one sink that holds each call 100 s, more of them in the cluster than the
+// The seed scenario, compressed in time: PingSources firing every 5 s to
+// one sink that holds each call 60 s, more of them in the cluster than the
 // threshold, which counts them all: 95 against 60, where each of the 2
 // adapter replicas fires about 47, under it. At the steady state the proxy
-// holds sources x 10 calls; 95 sources make 950: more than the 2 x 440 at
-// which the HPA scales the
-// default profile's min-scale pods out (target 400, tolerance 10 %), and
-// less than the 2 x 675 one destination may hold in them, so the proxy
-// always has room and no event should go direct.
+// holds sources x 12 calls; 95 sources make 1,140: more than the 2 x 440
+// at which the HPA scales the default profile's min-scale pods out (target
+// 400, tolerance 10 %), reached 47 s into the load, and less than the
+// 2 x 675 one destination may hold in them, so the proxy always has room
+// and no event should go direct.
 const (
 	seedSources   = 95
 	seedThreshold = "60"
-	seedSchedule  = "*/10 * * * * *"
-	seedHold      = 100 * time.Second
+	seedTick      = 5 * time.Second
+	seedHold      = 60 * time.Second
 	seedLoad      = 4 * time.Minute // firing, after every source is Ready: at most, until the proxy scaled out
 	adapterPort   = 9090            // the adapter's /metrics
 	proxyMetrics  = 9095            // the proxy's /metrics in its pods
 	proxyMinScale = 2               // the default install's min-scale
 )
 
-const seedSourceManifest = `
+// seedSource is the manifest of seed PingSource name, firing every tick
+// (whole seconds, dividing a minute) to e2esink, which holds each call for
+// hold.
+func seedSource(name string, tick, hold time.Duration) string {
+	return fmt.Sprintf(`
 apiVersion: sources.knative.dev/v1
 kind: PingSource
-metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
+metadata: {name: %q, namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "` + seedSchedule + `"
+  schedule: "*/%d * * * * *"
   contentType: application/json
-  data: '{"seed":"{{NAME}}"}'
+  data: '{"seed":%q}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
-    uri: /seed?hold=100s
-`
+    uri: /seed?hold=%ds
+`, name, int(tick/time.Second), name, int(hold/time.Second))
+}
 
 // TestSeedScenario runs the seed scenario on the default install: the
 // adapter switches to the proxy, the proxy scales out on the calls it holds
@@ -117,7 +122,7 @@ func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
 
 	start := time.Now()
 	for i := range seedSources {
-		m := strings.ReplaceAll(seedSourceManifest, "{{NAME}}", fmt.Sprintf("seed-%03d", i))
+		m := seedSource(fmt.Sprintf("seed-%03d", i), seedTick, seedHold)
 		apply(ctx, t, ns, m)
 	}
 	for i := range seedSources {
