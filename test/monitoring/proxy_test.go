@@ -20,7 +20,6 @@ package monitoring
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,6 +34,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // proxyProc is a running proxy binary.
@@ -182,14 +183,6 @@ func (s *sink) release() { s.once.Do(func() { close(s.held) }) }
 // count is the number of calls the sink has received.
 func (s *sink) count() int64 { return s.got.Load() }
 
-// freePort returns a loopback port that was free a moment ago, for
-// processes that take a port number rather than a listener.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port for processes that take a port number rather than a
+// listener.
+var freePort = testproc.FreePort

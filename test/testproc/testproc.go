@@ -21,23 +21,64 @@ package testproc
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// FreePort returns a TCP port free on 127.0.0.1 right now.
+// FreePort returns a TCP port free on every address right now, chosen at
+// random below the kernel's ephemeral port range. A port from that range,
+// which binding port 0 gives, can be taken between this check and the
+// child's own bind as the local port of any outgoing connection, and the
+// tests open thousands of them: under load that happened. Below the range
+// only another test choosing the same port at the same moment can take
+// it. Where the range leaves no room below it, port 0 decides.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
+	if low := ephemeralLow(); low-minTestPort >= 1000 {
+		for range 100 {
+			p := minTestPort + rand.IntN(low-minTestPort)
+			l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+			if err != nil {
+				continue // in use: another
+			}
+			_ = l.Close()
+			return p
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// minTestPort is the lowest port FreePort chooses: above the well-known
+// and most registered services' ports.
+const minTestPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0
+// when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // Eventually polls cond every 10 ms until it holds, failing the test after d.
