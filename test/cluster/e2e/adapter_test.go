@@ -106,7 +106,7 @@ spec:
 // moves allow.
 func TestAdapter(t *testing.T) {
 	t.Parallel() // beside the seed scenario's scale-in: see stages_test.go
-	after(t, upgradeStage, memoryStage, seedLoadStage, heartbeatsStage, oidcStage)
+	after(t, upgradeStage, seedLoadStage, heartbeatsStage, oidcStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})

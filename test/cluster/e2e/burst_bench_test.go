@@ -58,10 +58,10 @@ func BenchmarkBurstToPods(b *testing.B) {
 	s := newSink(ctx, b, ns)
 	auth := "Bearer " + proxyToken(ctx, b, ns)
 	eventually(b, 10*time.Minute, 5*time.Second, func() string { return "not back to 2 ready proxy pods" }, func() bool {
-		return countReady(ctx, b) == 2 && len(proxyPods(ctx, b)) == 2
+		return installed.countReady(ctx, b) == 2 && len(installed.pods(ctx, b)) == 2
 	})
 	hpas := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace)
-	rev := proxyRevision(ctx, b)
+	rev := installed.revision(ctx, b)
 	burstPods := int32(math.Ceil(burstCalls / proxyTarget(ctx, b)))
 	path := fmt.Sprintf("/burst?hold=%s", burstHold)
 
@@ -90,7 +90,7 @@ func BenchmarkBurstToPods(b *testing.B) {
 	var wanted, readyAfter time.Duration
 	desired := int32(0)
 	eventually(b, burstHold-30*time.Second, 2*time.Second, func() string {
-		return fmt.Sprintf("the HPA wants %d pods, %d ready", desired, countReady(ctx, b))
+		return fmt.Sprintf("the HPA wants %d pods, %d ready", desired, installed.countReady(ctx, b))
 	}, func() bool {
 		h, err := hpas.Get(ctx, rev, metav1.GetOptions{})
 		if err != nil {
@@ -100,7 +100,7 @@ func BenchmarkBurstToPods(b *testing.B) {
 		if wanted == 0 && desired >= burstPods {
 			wanted = time.Since(start)
 		}
-		if readyAfter == 0 && int32(countReady(ctx, b)) >= burstPods {
+		if readyAfter == 0 && int32(installed.countReady(ctx, b)) >= burstPods {
 			readyAfter = time.Since(start)
 		}
 		return wanted > 0 && readyAfter > 0

@@ -116,7 +116,7 @@ data:
 func TestHeartbeats(t *testing.T) {
 	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, memoryStage, seedLoadStage)
+	after(t, upgradeStage, seedLoadStage)
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
 	t.Cleanup(func() {

@@ -42,7 +42,7 @@ import (
 func TestInstall(t *testing.T) {
 	installStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, memoryStage)
+	after(t, upgradeStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

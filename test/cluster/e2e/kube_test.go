@@ -153,7 +153,6 @@ func dumpLogs(ctx context.Context, t testing.TB, namespace, selector string) {
 func apply(ctx context.Context, t testing.TB, namespace, manifest string) {
 	t.Helper()
 	manifest = strings.ReplaceAll(manifest, "{{NAMESPACE}}", namespace)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
 	for {
 		var obj unstructured.Unstructured
@@ -166,21 +165,28 @@ func apply(ctx context.Context, t testing.TB, namespace, manifest string) {
 		if len(obj.Object) == 0 {
 			continue
 		}
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
-		}
-		body, err := obj.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		force := true
-		_, err = cluster.dynamic.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
-		if err != nil {
-			t.Fatalf("apply %s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
+		applyObject(ctx, t, &obj)
+	}
+}
+
+// applyObject server-side applies obj.
+func applyObject(ctx context.Context, t testing.TB, obj *unstructured.Unstructured) {
+	t.Helper()
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
+	gvk := obj.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Fatalf("%s: %v", gvk, err)
+	}
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	_, err = cluster.dynamic.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
+	if err != nil {
+		t.Fatalf("apply %s %s: %v", gvk.Kind, obj.GetName(), err)
 	}
 }
 

@@ -48,8 +48,8 @@ var perCallCeilingKB = map[string]float64{"proxy": 200, "queue-proxy": 280}
 // to stop, so a port speaking h2c would show as cut calls.
 var heldFor = map[string]time.Duration{"sync": 150 * time.Second, "async": 45 * time.Second}
 
-// TestMemoryPerHeldCall holds heldCalls calls in the proxy, async then
-// sync, and reports what each costs per pod in the proxy container and
+// TestMemoryPerHeldCall holds heldCalls calls in a copy of the release's
+// proxy in its own namespace (copyProxy), async then sync, and reports what each costs per pod in the proxy container and
 // in queue-proxy beside it (the kubelet's working-set figures), and in the
 // activator. It checks every call ended as it should, synchronous ones
 // too when the pod holding most of them is deleted while they are held
@@ -57,11 +57,11 @@ var heldFor = map[string]time.Duration{"sync": 150 * time.Second, "async": 45 * 
 // checked: sampled while every call was held, above zero where the
 // container holds the calls, below perCallCeilingKB.
 func TestMemoryPerHeldCall(t *testing.T) {
-	memoryStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "memory")
+	proxy := copyProxy(ctx, t, ns)
 	s := newSink(ctx, t, ns)
 	auth := "Bearer " + proxyToken(ctx, t, ns)
 
@@ -71,8 +71,8 @@ func TestMemoryPerHeldCall(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			hold := heldFor[mode]
 			path := fmt.Sprintf("/%s?hold=%s", mode, hold)
-			eventually(t, 3*time.Minute, 2*time.Second, func() string { return "not 2 ready proxy pods" }, func() bool { return countReady(ctx, t) == 2 })
-			idle := workingSetsSince(ctx, t, time.Now())
+			eventually(t, 3*time.Minute, 2*time.Second, func() string { return "not 2 ready proxy pods" }, func() bool { return proxy.countReady(ctx, t) == 2 })
+			idle := workingSetsSince(ctx, t, proxy, time.Now())
 			// The calls' goroutines never touch t: they leave their status
 			// or error, read once they all ended (calls end when the sink
 			// answers, or at once when callCtx is cancelled).
@@ -90,7 +90,7 @@ func TestMemoryPerHeldCall(t *testing.T) {
 					if mode == "async" {
 						h["Prefer"] = "respond-async"
 					}
-					a, err := tryForward(callCtx, s.URL+path, h, []byte(`{"held":true}`))
+					a, err := proxy.tryForward(callCtx, s.URL+path, h, []byte(`{"held":true}`))
 					statuses[i], errs[i] = a.Status, err
 				}()
 			}
@@ -105,7 +105,7 @@ func TestMemoryPerHeldCall(t *testing.T) {
 				return n
 			}
 			eventually(t, hold/2, time.Second, func() string { return "calls not all at the sink" }, func() bool { return heldAtSink() == heldCalls })
-			held := workingSetsSince(ctx, t, time.Now())
+			held := workingSetsSince(ctx, t, proxy, time.Now())
 			// Every call still held once the samples were read: they were
 			// held when the kubelet took them.
 			if n := heldAtSink(); n != heldCalls {
@@ -129,12 +129,12 @@ func TestMemoryPerHeldCall(t *testing.T) {
 				}
 			}
 			if mode == "sync" {
-				victim, n := busiestProxyPod(ctx, t)
+				victim, n := proxy.busiestPod(ctx, t)
 				t.Logf("deleting proxy pod %s holding %.0f sync calls", victim, n)
 				if n < 1 {
 					t.Errorf("proxy pod %s, the busiest, holds no sync call: its delete shows no call finishing as its pod leaves", victim)
 				}
-				if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+				if err := cluster.kube.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -165,30 +165,30 @@ func TestMemoryPerHeldCall(t *testing.T) {
 }
 
 // workingSetsSince returns workingSets once the kubelet has sampled every
-// container of the proxy's ready pods since since (it samples every 10 to
+// container of proxy's ready pods since since (it samples every 10 to
 // 15 s), so that the figures are of that moment, not an earlier one.
-func workingSetsSince(ctx context.Context, t testing.TB, since time.Time) map[string]float64 {
+func workingSetsSince(ctx context.Context, t testing.TB, proxy proxyInstance, since time.Time) map[string]float64 {
 	t.Helper()
 	var out map[string]float64
 	var oldest time.Time
 	eventually(t, time.Minute, time.Second, func() string {
 		return fmt.Sprintf("working sets %v, the proxy's oldest sampled at %v, not since %v", out, oldest, since)
 	}, func() bool {
-		out, oldest = workingSets(ctx, t)
+		out, oldest = workingSets(ctx, t, proxy)
 		return !oldest.Before(since) && out["proxy"] > 0 && out["queue-proxy"] > 0 && out["activator"] > 0
 	})
 	return out
 }
 
-// workingSets sums the kubelet's working sets of the containers of the
+// workingSets sums the kubelet's working sets of the containers of
 // proxy's ready pods (by container name) and of the activator, and returns
-// when the oldest of the proxy's was sampled (zero if none, or undated).
-func workingSets(ctx context.Context, t testing.TB) (map[string]float64, time.Time) {
+// when the oldest of proxy's was sampled (zero if none, or undated).
+func workingSets(ctx context.Context, t testing.TB, proxy proxyInstance) (map[string]float64, time.Time) {
 	t.Helper()
-	proxy := map[string]bool{}
-	for _, p := range proxyPods(ctx, t) {
+	readyPods := map[string]bool{}
+	for _, p := range proxy.pods(ctx, t) {
 		if ready(p) {
-			proxy[p.Name] = true
+			readyPods[p.Name] = true
 		}
 	}
 	out := map[string]float64{}
@@ -196,7 +196,7 @@ func workingSets(ctx context.Context, t testing.TB) (map[string]float64, time.Ti
 	seen := false
 	for _, c := range containerUsages(ctx, t) {
 		switch {
-		case c.namespace == systemNamespace && (c.container == "proxy" || c.container == "queue-proxy") && proxy[c.pod]:
+		case c.namespace == proxy.namespace && (c.container == "proxy" || c.container == "queue-proxy") && readyPods[c.pod]:
 			out[c.container] += c.workingSet
 			if !seen || c.workingSetAt.Before(oldest) {
 				oldest, seen = c.workingSetAt, true

@@ -36,7 +36,7 @@ import (
 func TestRealPath(t *testing.T) {
 	realPathStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, memoryStage)
+	after(t, upgradeStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "path")

@@ -28,10 +28,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // viaIngress is an HTTP client whose every connection goes to Traefik's
@@ -72,7 +68,12 @@ func forward(ctx context.Context, t testing.TB, destination string, headers map[
 
 // tryForward is forward for other goroutines than the test's.
 func tryForward(ctx context.Context, destination string, headers map[string]string, body []byte) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+proxyHost+"/", strings.NewReader(string(body)))
+	return installed.tryForward(ctx, destination, headers, body)
+}
+
+// tryForward sends body to p through the ingress, as forward does.
+func (p proxyInstance) tryForward(ctx context.Context, destination string, headers map[string]string, body []byte) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.host()+"/", strings.NewReader(string(body)))
 	if err != nil {
 		return answer{}, err
 	}
@@ -116,27 +117,4 @@ func checkRefusal(t testing.TB, a answer, status int, reason string) {
 	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("Content-Type %q, want application/json", ct)
 	}
-}
-
-// proxyPods are the pods of the proxy's latest ready revision: after an
-// install that changed the Service, the previous revision's pods may stay
-// a while, holding nothing.
-func proxyPods(ctx context.Context, t testing.TB) []corev1.Pod {
-	t.Helper()
-	return podsOf(ctx, t, systemNamespace, "serving.knative.dev/revision="+proxyRevision(ctx, t))
-}
-
-// proxyRevision is the proxy Service's latest ready revision, which is
-// also the name of its HorizontalPodAutoscaler.
-func proxyRevision(ctx context.Context, t testing.TB) string {
-	t.Helper()
-	ksvc, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, _, _ := unstructured.NestedString(ksvc.Object, "status", "latestReadyRevisionName")
-	if rev == "" {
-		t.Fatalf("%s has no ready revision", proxyService)
-	}
-	return rev
 }

@@ -116,7 +116,7 @@ func runSeedLoad(ctx context.Context, b *testing.B, ns string, s *sink, name str
 	adapters := adapterPods(ctx, b)
 	f := seedFigures{adapter: name}
 	f.adapterRest, _ = podUsage(ctx, b, adapters)
-	f.proxyRest, _ = podUsage(ctx, b, proxyPods(ctx, b))
+	f.proxyRest, _ = podUsage(ctx, b, installed.pods(ctx, b))
 	for i := range seedSources {
 		apply(ctx, b, ns, seedSource(fmt.Sprintf("%s-%03d", name, i), benchSeedTick, benchSeedHold))
 	}
@@ -138,7 +138,7 @@ func runSeedLoad(ctx context.Context, b *testing.B, ns string, s *sink, name str
 	_, cpuStart := podUsage(ctx, b, adapters)
 	for end := time.Now().Add(seedLoad); time.Now().Before(end); time.Sleep(5 * time.Second) {
 		mem, _ := podUsage(ctx, b, adapters)
-		proxyMem, _ := podUsage(ctx, b, proxyPods(ctx, b))
+		proxyMem, _ := podUsage(ctx, b, installed.pods(ctx, b))
 		atSink := held()
 		// Upstream's adapter exports no in-flight gauge: every call it has
 		// in flight is one the sink holds, as it sends directly.

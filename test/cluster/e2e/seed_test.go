@@ -76,7 +76,7 @@ spec:
 func TestSeedScenario(t *testing.T) {
 	seedLoadStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, memoryStage)
+	after(t, upgradeStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	t.Cleanup(func() {
@@ -96,8 +96,8 @@ func TestSeedScenario(t *testing.T) {
 
 	// Back in: the HPA's default five minutes of stabilization, then down to
 	// min-scale.
-	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", countReady(ctx, t)) }, func() bool {
-		return countReady(ctx, t) == proxyMinScale && len(proxyPods(ctx, t)) == proxyMinScale
+	eventually(t, 9*time.Minute, 10*time.Second, func() string { return fmt.Sprintf("%d proxy pods", installed.countReady(ctx, t)) }, func() bool {
+		return installed.countReady(ctx, t) == proxyMinScale && len(installed.pods(ctx, t)) == proxyMinScale
 	})
 	t.Logf("back to %d proxy pods %v after the load stopped", proxyMinScale, time.Since(loadStopped).Round(time.Second))
 }
@@ -114,11 +114,11 @@ func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
 	// min-scale, an earlier scenario's pods gone (the HPA's five minutes
 	// of stabilization at most).
 	eventually(t, 9*time.Minute, 10*time.Second, func() string {
-		return fmt.Sprintf("%d ready of %d proxy pods before the load, want min-scale %d", countReady(ctx, t), len(proxyPods(ctx, t)), proxyMinScale)
+		return fmt.Sprintf("%d ready of %d proxy pods before the load, want min-scale %d", installed.countReady(ctx, t), len(installed.pods(ctx, t)), proxyMinScale)
 	}, func() bool {
-		return countReady(ctx, t) == proxyMinScale && len(proxyPods(ctx, t)) == proxyMinScale
+		return installed.countReady(ctx, t) == proxyMinScale && len(installed.pods(ctx, t)) == proxyMinScale
 	})
-	basePods := countReady(ctx, t)
+	basePods := installed.countReady(ctx, t)
 
 	start := time.Now()
 	for i := range seedSources {
@@ -144,7 +144,7 @@ func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
 	// and check below that none of its calls was cut. The scenarios
 	// running beside the load end first: their calls are not this check's.
 	after(t, installStage, realPathStage)
-	victim, held := busiestProxyPod(ctx, t)
+	victim, held := installed.busiestPod(ctx, t)
 	t.Logf("deleting proxy pod %s holding %.0f calls", victim, held)
 	if held < 1 {
 		t.Errorf("proxy pod %s, the busiest, holds no call: its delete shows no pod leaving with calls held", victim)
@@ -363,7 +363,7 @@ func watchProxy(ctx context.Context, t testing.TB, d time.Duration, basePods int
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		pods, held := 0, 0.0
-		for _, p := range proxyPods(ctx, t) {
+		for _, p := range installed.pods(ctx, t) {
 			if ready(p) {
 				pods++
 				held += sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil)
@@ -387,31 +387,4 @@ func watchProxy(ctx context.Context, t testing.TB, d time.Duration, basePods int
 	}
 	w.ran = time.Since(end.Add(-d)).Round(time.Second)
 	return w
-}
-
-func busiestProxyPod(ctx context.Context, t testing.TB) (string, float64) {
-	t.Helper()
-	name, most := "", -1.0
-	for _, p := range proxyPods(ctx, t) {
-		if ready(p) {
-			if held := sum(scrape(ctx, t, p, proxyMetrics), "kn_forward_active_requests", nil); held > most {
-				name, most = p.Name, held
-			}
-		}
-	}
-	if name == "" {
-		t.Fatal("no ready proxy pod")
-	}
-	return name, most
-}
-
-func countReady(ctx context.Context, t testing.TB) int {
-	t.Helper()
-	n := 0
-	for _, p := range proxyPods(ctx, t) {
-		if ready(p) {
-			n++
-		}
-	}
-	return n
 }

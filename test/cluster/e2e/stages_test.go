@@ -30,9 +30,7 @@ import (
 // waits on pods, so three steps run what they can side by side:
 //
 //  1. The upgrade scenario (docs/install.md's Eventing upgrade, way back
-//     and uninstall, then the install again) beside the memory scenario,
-//     which holds calls in the installed proxy: the uninstall waits until
-//     the memory scenario is over.
+//     and uninstall, then the install again), alone on the install.
 //  2. The seed scenario's load, on the fresh install at min-scale, beside
 //     the install's checks and the real path, which change no setting and
 //     start no PingSource; the seed scenario deletes its busiest proxy pod
@@ -42,13 +40,15 @@ import (
 //     config-event-forwarding or Eventing's features, one after the other:
 //     heartbeats, OIDC, the adapter.
 //
+// The memory scenario runs beside all of them from the start, on a copy
+// of the release's proxy in its own namespace (copyProxy).
+//
 // TestMain lets go test run them all at once (scenarioSlots). Each
 // scenario marks its stage as running before its t.Parallel, which
 // returns only once every top-level test has started: a scenario run alone
 // (go test -run) waits for no stage that is not part of the run.
 var (
 	upgradeStage    = newStage("the upgrade scenario")
-	memoryStage     = newStage("the memory scenario")
 	seedLoadStage   = newStage("the seed scenario's load")
 	installStage    = newStage("the install's checks")
 	realPathStage   = newStage("the real-path scenario")

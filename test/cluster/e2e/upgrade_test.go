@@ -124,7 +124,6 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
-		after(t, memoryStage) // it holds calls in the installed proxy
 		docBlock(t, "uninstall")
 		eventually(t, 2*time.Minute, 2*time.Second, func() string { return "the proxy Service is still there" }, func() bool {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
