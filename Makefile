@@ -89,15 +89,18 @@ unit: ## unit tests, with the race detector
 # (prometheus-tools), or build the project's binaries and run them as
 # processes carry the build tag `integration`. Only the packages holding
 # such files run here: the other packages' tests ran in `make unit`.
-# go test runs them two at a time, in the order given: the longest
-# (INTEGRATION_FIRST) start first, so that the others fill the second
-# lane while they run.
+# go test runs INTEGRATION_PARALLEL packages at a time, more than the
+# cores, since they mostly wait on the processes they start, in the order
+# given: the longest (INTEGRATION_FIRST) start first, so that the others
+# fill the other lanes while they run.
 INTEGRATION_FIRST = ./test/mtping ./test/bench/load
 INTEGRATION_PKGS = $(INTEGRATION_FIRST) $(filter-out $(INTEGRATION_FIRST),$(shell git ls-files -co --exclude-standard -- '*_test.go' | \
 	xargs grep -lE '^//go:build .*\bintegration\b' | xargs -n1 dirname | sort -u | sed 's|^|./|'))
 
+INTEGRATION_PARALLEL ?= 3
+
 integration: tools prometheus-tools bench-haproxy ## tests behind the integration build tag
-	$(GO) test -race -count=1 -timeout 20m -tags integration $(INTEGRATION_PKGS)
+	$(GO) test -race -count=1 -timeout 20m -p $(INTEGRATION_PARALLEL) -tags integration $(INTEGRATION_PKGS)
 
 # h2spec against the inbound HTTP/2 server (proxy/internal/h2server's
 # TestH2Spec, build tag h2spec), with the race detector as the unit tests.
@@ -113,24 +116,32 @@ h2spec: $(TOOLS_BIN)/h2spec ## the HTTP/2 conformance suite against the inbound 
 # fuzz-short counts executions rather than seconds: a duration budget can
 # fail with a bare "context deadline exceeded" when it expires under load
 # (a race in Go's fuzz coordinator, golang/go#75804, fixed in Go 1.27).
-# The targets are found, not listed: every Fuzz function `go test -list`
-# reports in the packages whose test files declare one (listing every
-# package would build every test binary), each run alone; the first
-# failure stops the run.
+# The targets are found, not listed: the packages whose test files declare
+# a Fuzz function. Each package's test binary is built once, instrumented
+# for fuzzing (go test -c -fuzz), lists its targets and runs each alone,
+# in the package's directory as go test would (new failing inputs go to
+# its testdata/fuzz, interesting ones to Go's fuzz cache); a go test per
+# target would link the binary again each time. The first failure stops
+# the run.
 fuzz-short: FUZZTIME := 10000x
 fuzz-short fuzz:
 	@set -euo pipefail; \
-	pkgs=$$(git grep --untracked -l '^func Fuzz' -- '*_test.go' | xargs -r -n1 dirname | sort -u | sed 's|^|./|'); \
+	pkgs=$$(git grep --untracked -l '^func Fuzz' -- '*_test.go' | xargs -r -n1 dirname | sort -u); \
 	if [ -z "$$pkgs" ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
-	targets=$$($(GO) test -list '^Fuzz' $$pkgs | \
-	  awk '/^Fuzz/ { names = names " " $$1; next } /^ok / { if (names != "") print $$2 names; names = "" }'); \
-	if [ -z "$$targets" ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
-	while read -r pkg names; do \
-	  for name in $$names; do \
-	    echo "$(GO) test -run='^$$' -fuzz='^$$name\$$' -fuzztime=$(FUZZTIME) $$pkg"; \
-	    $(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) "$$pkg"; \
+	bins=$$(mktemp -d); trap 'rm -rf "$$bins"' EXIT; \
+	cache=$$($(GO) env GOCACHE)/fuzz; targets=0; \
+	for dir in $$pkgs; do \
+	  pkg=$$($(GO) list ./$$dir); bin=$$bins/$$(echo $$dir | tr / _).test; \
+	  $(GO) test -c -fuzz=. -o $$bin ./$$dir; \
+	  for name in $$(cd $$dir && $$bin -test.list '^Fuzz'); do \
+	    targets=$$((targets + 1)); \
+	    echo "$$pkg: $$name, $(FUZZTIME)"; \
+	    (cd $$dir && $$bin -test.paniconexit0 -test.run='^$$' -test.fuzz="^$$name\$$" -test.fuzztime=$(FUZZTIME) \
+	      -test.fuzzcachedir=$$cache/$$pkg); \
 	  done; \
-	done <<< "$$targets"
+	done; \
+	if [ $$targets -eq 0 ]; then echo "no fuzz targets found" >&2; exit 1; fi; \
+	echo "fuzz: $$targets targets passed, $(FUZZTIME) each"
 
 # golangci-lint at a pinned version, built once into .cache/bin (cold: a
 # few minutes); .golangci.yaml says which linters run and why.
@@ -257,6 +268,7 @@ STRESS_RUNS ?= 10
 STRESS_LOAD ?= 2
 .PHONY: stress
 stress: tools prometheus-tools bench-haproxy ## the unit and integration suites STRESS_RUNS times (10) beside STRESS_LOAD busy loops (2)
-	STRESS_RUNS=$(STRESS_RUNS) STRESS_LOAD=$(STRESS_LOAD) GO=$(GO) INTEGRATION_PKGS='$(INTEGRATION_PKGS)' hack/stress.sh
+	STRESS_RUNS=$(STRESS_RUNS) STRESS_LOAD=$(STRESS_LOAD) GO=$(GO) INTEGRATION_PKGS='$(INTEGRATION_PKGS)' \
+	  INTEGRATION_PARALLEL=$(INTEGRATION_PARALLEL) hack/stress.sh
 
 include test/cluster/cluster.mk

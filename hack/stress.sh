@@ -7,6 +7,7 @@
 #   STRESS_RUNS       how many times both suites run (default 10)
 #   STRESS_LOAD       busy loops beside them (default 2, one per core)
 #   INTEGRATION_PKGS  the integration packages, from make
+#   INTEGRATION_PARALLEL  how many of them run at once, as make integration
 #   GO                the go command (default go)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +15,7 @@ RUNS=${STRESS_RUNS:-10}
 LOAD=${STRESS_LOAD:-2}
 GO=${GO:-go}
 read -ra PKGS <<<"${INTEGRATION_PKGS:?the integration packages, from make}"
+PARALLEL=${INTEGRATION_PARALLEL:?how many integration packages run at once, from make}
 cd "$ROOT"
 
 # Each loop is bounded by timeout as well, so that none outlives a run
@@ -39,7 +41,7 @@ for run in $(seq "$RUNS"); do
     exit 1
   fi
   echo "stress: run $run of $RUNS, integration tests"
-  if ! "$GO" test -race -count=1 -timeout 40m -tags integration "${PKGS[@]}"; then
+  if ! "$GO" test -race -count=1 -timeout 40m -p "$PARALLEL" -tags integration "${PKGS[@]}"; then
     echo "stress: run $run of $RUNS failed (integration tests) with $LOAD busy loops; $((run - 1)) passed before it" >&2
     exit 1
   fi
