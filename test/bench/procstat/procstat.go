@@ -26,11 +26,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
-// 100 on every Linux architecture Go supports.
-const clockTicks = 100
+	"golang.org/x/sys/unix"
+)
 
 // RSSKB returns the resident set size of pid in KiB (VmRSS).
 func RSSKB(pid int) (int64, error) {
@@ -54,24 +52,22 @@ func parseStatusKB(status []byte, key string) (int64, error) {
 	return 0, fmt.Errorf("no %s in status", key)
 }
 
-// CPUSeconds returns the user plus system CPU time pid has used.
+// CPUSeconds returns the CPU time pid has used, all its threads, to the
+// nanosecond: the process's CPU-time clock (clock_gettime on the clock id
+// clock_getcpuclockid(3) gives, CPUCLOCK_SCHED). /proc/<pid>/stat counts
+// in clock ticks (10 ms), under which a short run of an efficient peer
+// reads zero.
 func CPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+	const cpuclockSched = 2
+	if pid <= 0 {
+		return 0, fmt.Errorf("no CPU clock for pid %d", pid)
 	}
-	f, err := statFields(b)
-	if err != nil {
-		return 0, err
+	clock := int32(^pid)<<3 | cpuclockSched
+	var ts unix.Timespec
+	if err := unix.ClockGettime(clock, &ts); err != nil {
+		return 0, fmt.Errorf("CPU clock of pid %d: %w", pid, err)
 	}
-	// Fields after the command: state is index 0, so utime (field 14 of
-	// proc(5)) is index 11 and stime index 12.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return float64(ut+st) / clockTicks, nil
+	return float64(ts.Nano()) / 1e9, nil
 }
 
 // statFields returns the fields of a /proc/<pid>/stat line after the

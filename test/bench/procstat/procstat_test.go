@@ -18,6 +18,7 @@ package procstat
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -81,5 +82,39 @@ func TestSelf(t *testing.T) {
 	}
 	if _, err := g.CPUSeconds(); err != nil {
 		t.Errorf("CPUSeconds of this process: %v", err)
+	}
+}
+
+// TestCPUSecondsBelowATick reads a process's CPU time to below a clock
+// tick: the first increase seen while this test works is far less than
+// the 10 ms that /proc/<pid>/stat counts in.
+func TestCPUSecondsBelowATick(t *testing.T) {
+	pid := os.Getpid()
+	start, err := CPUSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start <= 0 {
+		t.Fatalf("CPU time %v of a running process", start)
+	}
+	now := start
+	for i := 0; now == start && i < 1e7; i++ {
+		if now, err = CPUSeconds(pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := now - start; d <= 0 || d >= 0.01 {
+		t.Errorf("first increase of the CPU time %v s, want above 0 and below a tick (0.01 s)", d)
+	}
+	// Clock ids of pids 0 and below name the caller; a reaped process
+	// has none.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{0, -1, gone.Process.Pid} {
+		if _, err := CPUSeconds(pid); err == nil {
+			t.Errorf("CPU time of pid %d: no error", pid)
+		}
 	}
 }
