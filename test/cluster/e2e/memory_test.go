@@ -58,6 +58,7 @@ var heldFor = map[string]time.Duration{"sync": 150 * time.Second, "async": 45 * 
 // container holds the calls, below perCallCeilingKB.
 func TestMemoryPerHeldCall(t *testing.T) {
 	t.Parallel()
+	after(t, upgradeStage, seedLoadStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "memory")

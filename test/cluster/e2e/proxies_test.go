@@ -181,7 +181,8 @@ func copyProxy(ctx context.Context, t testing.TB, namespace string) proxyInstanc
 }
 
 // setCopySettings sets the copy's scale, CPU request and trust-bundle
-// namespace in the release's Knative Service.
+// namespace in the release's Knative Service, and takes the release's name
+// label off its template.
 func setCopySettings(t testing.TB, ksvc *unstructured.Unstructured, namespace string) {
 	t.Helper()
 	annotations, _, _ := unstructured.NestedStringMap(ksvc.Object, "spec", "template", "metadata", "annotations")
@@ -208,7 +209,12 @@ func setCopySettings(t testing.TB, ksvc *unstructured.Unstructured, namespace st
 	if !set {
 		t.Fatal("the release's proxy sets no FORWARD_TRUST_BUNDLES_NAMESPACE")
 	}
+	// Knative labels the revision's objects, its HPA among them, with the
+	// template's labels.
+	labels, _, _ := unstructured.NestedStringMap(ksvc.Object, "spec", "template", "metadata", "labels")
+	delete(labels, "app.kubernetes.io/name")
 	if err := errors.Join(
+		unstructured.SetNestedStringMap(ksvc.Object, labels, "spec", "template", "metadata", "labels"),
 		unstructured.SetNestedSlice(c, env, "env"),
 		unstructured.SetNestedSlice(ksvc.Object, containers, "spec", "template", "spec", "containers"),
 		unstructured.SetNestedStringMap(ksvc.Object, annotations, "spec", "template", "metadata", "annotations"),

@@ -40,8 +40,10 @@ import (
 //     config-event-forwarding or Eventing's features, one after the other:
 //     heartbeats, OIDC, the adapter.
 //
-// The memory scenario runs beside all of them from the start, on a copy
-// of the release's proxy in its own namespace (copyProxy).
+// The memory scenario runs in step 3 too, beside all of them, on a copy
+// of the release's proxy in its own namespace (copyProxy): it waits only
+// so that its pods and calls do not slow the first two steps, which the
+// node's CPU bounds, while the third mostly waits on the HPA.
 //
 // TestMain lets go test run them all at once (scenarioSlots). Each
 // scenario marks its stage as running before its t.Parallel, which
