@@ -101,8 +101,11 @@ func run() int {
 	p := proxy.New(cfg, logger, opts...)
 	srv := p.Server(cfg, logger)
 	msrv := telemetry.NewMetricsServer(cfg.MetricsPort, reg)
-	served := make(chan error, 2)
-	for _, s := range []*http.Server{srv, msrv} {
+	// Both ports are bound before either serves: once /healthz answers,
+	// /metrics does too.
+	servers := []*http.Server{srv, msrv}
+	listeners := make([]net.Listener, len(servers))
+	for i, s := range servers {
 		ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", s.Addr)
 		if err != nil {
 			logger.Errorw("Cannot listen", "addr", s.Addr, "error", err)
@@ -111,7 +114,11 @@ func run() int {
 		if s == srv {
 			ln = proxy.NewFramingListener(proxy.NewConnLimitListener(ln, cfg.MaxConnections, logger), cfg.MaxHeaderBytes)
 		}
-		go func() { served <- s.Serve(ln) }()
+		listeners[i] = ln
+	}
+	served := make(chan error, len(servers))
+	for i, s := range servers {
+		go func() { served <- s.Serve(listeners[i]) }()
 	}
 	logger.Infow("Forwarding events", "addr", srv.Addr, "metricsAddr", msrv.Addr, "maxInflight", cfg.MaxInflight,
 		"memoryBudgetBytes", cfg.MemoryBudgetBytes,
