@@ -46,6 +46,9 @@ type balancer struct {
 	reserved int                     // acquisitions under way; guarded by mu
 	// quietUntil: no release before it; guarded by mu.
 	quietUntil time.Time
+	// stopping: the replica is shutting down and stands for no bucket;
+	// guarded by mu.
+	stopping bool
 }
 
 // bucketState is what the balancer knows of one bucket's Lease. Guarded
@@ -125,7 +128,7 @@ func (b *balancer) viewLocked() (shareView, int) {
 func (b *balancer) mayAcquire(name string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.now().Before(b.states[name].cooldownUntil) {
+	if b.stopping || b.now().Before(b.states[name].cooldownUntil) {
 		return false
 	}
 	v, mine := b.viewLocked()
@@ -134,6 +137,13 @@ func (b *balancer) mayAcquire(name string) bool {
 	}
 	b.reserved++
 	return true
+}
+
+// stop makes this replica stand for no bucket from now on.
+func (b *balancer) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopping = true
 }
 
 // acquired ends a reservation: ok when the Lease is now this replica's.

@@ -126,6 +126,17 @@ func TestBalancerGatesAcquisitions(t *testing.T) {
 	if bal.renewing("l2") {
 		t.Error("l2 still counted as led after its release")
 	}
+	// Shutting down, a stands for no bucket, and still renews and releases.
+	bal.stop()
+	if err := gated["l1"].Update(ctx, mine); !errors.Is(err, errNotStanding) {
+		t.Errorf("acquiring l1 while stopping: %v, want errNotStanding", err)
+	}
+	if err := gated["l0"].Update(ctx, mine); err != nil {
+		t.Errorf("renewal while stopping: %v", err)
+	}
+	if err := gated["l0"].Update(ctx, resourcelock.LeaderElectionRecord{}); err != nil {
+		t.Errorf("release while stopping: %v", err)
+	}
 }
 
 func TestBalancerGivesUpSurplus(t *testing.T) {

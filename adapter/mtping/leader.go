@@ -160,11 +160,17 @@ func (e *elector) run(ctx context.Context) error {
 		les = append(les, le)
 	}
 	members := newMemberSlots(e.kc, e.namespace, e.cc, time.Now)
+	// The bucket Leases are released after the member slot: a standby that
+	// sees a bucket free then no longer counts this replica in the shares,
+	// and stands for every bucket at once rather than after its next look.
+	elections, releaseBuckets := context.WithCancel(context.WithoutCancel(ctx))
+	defer releaseBuckets()
+	defer context.AfterFunc(ctx, bal.stop)()
 	var wg sync.WaitGroup
 	for i, le := range les {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				runCtx, end := context.WithCancel(ctx)
+				runCtx, end := context.WithCancel(elections)
 				bal.running(names[i], end)
 				le.Run(runCtx) // one term (or none, when ctx ends first)
 				end()
@@ -172,7 +178,10 @@ func (e *elector) run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { e.balance(ctx, bal, members, byName) })
+	wg.Go(func() {
+		e.balance(ctx, bal, members, byName)
+		releaseBuckets()
+	})
 	wg.Wait()
 	return nil
 }

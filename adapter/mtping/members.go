@@ -182,17 +182,34 @@ func (m *memberSlots) write(ctx context.Context, name string) error {
 	return err
 }
 
-// release frees slot name, if this replica still holds it at the version
-// last listed or written; one already another's, or gone, is left as is.
+// release frees slot name, if this replica still holds it. A write at a
+// stale version (a renewal that reached the API server after its caller
+// gave up on it) is retried at the version read back, so that the slot is
+// not left alive for a whole duration; one already another's, or gone, is
+// left as is.
 func (m *memberSlots) release(ctx context.Context, name string) error {
+	leases := m.kc.CoordinationV1().Leases(m.namespace)
 	l, ok := m.last[name]
-	if !ok || holderOf(&l) != m.id {
-		return nil
-	}
-	l.Spec = coordinationv1.LeaseSpec{HolderIdentity: new("")}
-	_, err := m.kc.CoordinationV1().Leases(m.namespace).Update(ctx, &l, metav1.UpdateOptions{})
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		return err
+	for range 3 {
+		if !ok || holderOf(&l) != m.id {
+			break
+		}
+		l.Spec = coordinationv1.LeaseSpec{HolderIdentity: new("")}
+		_, err := leases.Update(ctx, &l, metav1.UpdateOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		l, ok = *cur, true
 	}
 	delete(m.last, name)
 	return nil

@@ -190,3 +190,37 @@ func TestMemberSlots(t *testing.T) {
 		}
 	})
 }
+
+// TestMemberSlotLeftAfterAnUnseenRenewal: a renewal that reached the API
+// server after its caller gave up leaves the replica with a stale version;
+// leaving must still free the slot rather than leave it alive.
+func TestMemberSlotLeftAfterAnUnseenRenewal(t *testing.T) {
+	const ns = "knative-eventing"
+	kc := kubefake.NewClientset()
+	withVersions(kc)
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	cc := kle.ComponentConfig{Component: Component, Buckets: 2, Identity: "a", LeaseDuration: 15 * time.Second}
+	a := newMemberSlots(kc, ns, cc, func() time.Time { return now })
+	if _, err := a.sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stale := maps.Clone(a.last)
+	now = now.Add(time.Second)
+	if _, err := a.sync(t.Context()); err != nil { // the renewal a never saw
+		t.Fatal(err)
+	}
+	a.last = stale
+	if err := a.leave(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := kc.CoordinationV1().Leases(ns).Get(t.Context(), MemberSlotName(cc, 0), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := holderOf(l); h != "" {
+		t.Errorf("slot held by %q after a left, want none", h)
+	}
+	if a.held != "" {
+		t.Errorf("a still holds %q", a.held)
+	}
+}

@@ -21,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	kle "knative.dev/pkg/leaderelection"
 
 	"knative.dev/event-forwarding-proxy/test/testproc"
@@ -99,7 +101,34 @@ func TestRun(t *testing.T) {
 					t.Errorf("lease %s still held by %q after shutdown", l.Name, *h)
 				}
 			}
+			checkReleaseOrder(t, kc)
 		})
+	}
+}
+
+// checkReleaseOrder checks that the member slot was released before any
+// bucket Lease: a standby that sees a bucket free must no longer count this
+// replica, or it stands for its share only.
+func checkReleaseOrder(t *testing.T, kc *kubefake.Clientset) {
+	t.Helper()
+	member, firstBucket := -1, -1
+	for i, act := range kc.Actions() {
+		up, ok := act.(k8stesting.UpdateAction)
+		if !ok || act.GetResource().Resource != "leases" {
+			continue
+		}
+		l := up.GetObject().(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
+			continue
+		}
+		if _, ok := l.Labels[MemberLabel]; ok {
+			member = i
+		} else if firstBucket < 0 {
+			firstBucket = i
+		}
+	}
+	if member < 0 || firstBucket < 0 || member > firstBucket {
+		t.Errorf("member slot released at action %d, the first bucket Lease at %d: want the slot first", member, firstBucket)
 	}
 }
 

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -166,13 +165,13 @@ func run() int {
 		{Addr: ":" + strconv.Itoa(env.ProbesPort), Handler: a.ProbeHandler(), ReadHeaderTimeout: 10 * time.Second},
 		telemetry.NewMetricsServer(env.MetricsPort, reg),
 	}
-	for _, s := range servers {
-		ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", s.Addr)
-		if err != nil {
-			logger.Errorw("Cannot listen", zap.String("addr", s.Addr), zap.Error(err))
-			return 1
-		}
-		go func() { _ = s.Serve(ln) }()
+	listeners, err := telemetry.Listen(context.Background(), servers...)
+	if err != nil {
+		logger.Errorw("Cannot listen", zap.Error(err))
+		return 1
+	}
+	for i, s := range servers {
+		go func() { _ = s.Serve(listeners[i]) }()
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

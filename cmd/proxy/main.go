@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -101,21 +100,13 @@ func run() int {
 	p := proxy.New(cfg, logger, opts...)
 	srv := p.Server(cfg, logger)
 	msrv := telemetry.NewMetricsServer(cfg.MetricsPort, reg)
-	// Both ports are bound before either serves: once /healthz answers,
-	// /metrics does too.
 	servers := []*http.Server{srv, msrv}
-	listeners := make([]net.Listener, len(servers))
-	for i, s := range servers {
-		ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", s.Addr)
-		if err != nil {
-			logger.Errorw("Cannot listen", "addr", s.Addr, "error", err)
-			return 1
-		}
-		if s == srv {
-			ln = proxy.NewFramingListener(proxy.NewConnLimitListener(ln, cfg.MaxConnections, logger), cfg.MaxHeaderBytes)
-		}
-		listeners[i] = ln
+	listeners, err := telemetry.Listen(context.Background(), servers...)
+	if err != nil {
+		logger.Errorw("Cannot listen", "error", err)
+		return 1
 	}
+	listeners[0] = proxy.NewFramingListener(proxy.NewConnLimitListener(listeners[0], cfg.MaxConnections, logger), cfg.MaxHeaderBytes)
 	served := make(chan error, len(servers))
 	for i, s := range servers {
 		go func() { served <- s.Serve(listeners[i]) }()
