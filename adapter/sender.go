@@ -102,7 +102,7 @@ type SenderParams struct {
 	SinkH2CHosts []string
 	// TrustRoots, when set, are the roots https sinks verify against as
 	// each connection opens: the system roots plus eventing's trust
-	// bundles (delivery.WatchTrustBundles), and a Target's CACerts on top.
+	// bundles (trustbundles.Watch), and a Target's CACerts on top.
 	// A sink whose CACerts are all in those bundles may then go through
 	// the proxy, which loads the same bundles; any other sink with CACerts
 	// goes direct. If nil, the system roots, and every sink with CACerts

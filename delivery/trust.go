@@ -31,7 +31,7 @@ import (
 
 // TrustRoots is the live set of CA certificates an https destination may
 // be signed by: the system roots plus the trust bundles eventing
-// distributes (WatchTrustBundles keeps them current). Every new TLS
+// distributes (package trustbundles keeps them current). Every new TLS
 // connection verifies against the set of that moment, so a bundle added
 // or rotated takes effect without a restart, and transports built on it
 // (TransportParams.Roots) stop using connections verified before a change.

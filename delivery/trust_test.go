@@ -23,16 +23,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/internal/certtest"
@@ -162,61 +153,4 @@ func TestTrustRootsWithTheSinksCA(t *testing.T) {
 	if _, err := roots.With("no certificate"); err == nil {
 		t.Error("With accepted CA certificates without a certificate")
 	}
-}
-
-func TestWatchTrustBundles(t *testing.T) {
-	ca := certtest.NewCA(t, "bundle-ca")
-	labelled := func(name string, data map[string]string, binary map[string][]byte) *corev1.ConfigMap {
-		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "knative-eventing", Labels: map[string]string{delivery.TrustBundleLabel: "true"}},
-			Data:       data, BinaryData: binary,
-		}
-	}
-	unlabelled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "knative-eventing"}, Data: map[string]string{"ca.crt": ca.PEM}}
-	otherNamespace := labelled("elsewhere", map[string]string{"ca.crt": ca.PEM}, nil)
-	otherNamespace.Namespace = "default"
-	kc := fake.NewClientset(unlabelled, otherNamespace)
-	roots := delivery.NewTrustRoots()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := delivery.WatchTrustBundles(ctx, kc, "knative-eventing", roots, nil); err != nil {
-		t.Fatal(err)
-	}
-	if roots.Covers(ca.PEM) {
-		t.Fatal("loaded a ConfigMap without the label, or from another namespace")
-	}
-	cms := kc.CoreV1().ConfigMaps("knative-eventing")
-	if _, err := cms.Create(ctx, labelled("knative-eventing-bundle", nil, map[string][]byte{"ca.pem": []byte(ca.PEM)}), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the bundle to load", func() bool { return roots.Covers(ca.PEM) })
-	if err := cms.Delete(ctx, "knative-eventing-bundle", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the bundle to go", func() bool { return !roots.Covers(ca.PEM) })
-}
-
-func TestWatchTrustBundlesNeedsItsRights(t *testing.T) {
-	kc := fake.NewClientset()
-	kc.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", nil)
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	err := delivery.WatchTrustBundlesWithin(ctx, kc, "knative-eventing", delivery.NewTrustRoots(), nil, 200*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "get, list and watch configmaps") {
-		t.Fatalf("got %v, want an error naming the rights", err)
-	}
-}
-
-// waitFor polls cond until it holds, or fails the test after a bound that
-// only a broken watch reaches.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("gave up waiting for %s", what)
 }

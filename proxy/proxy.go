@@ -59,8 +59,8 @@ type options struct {
 }
 
 // WithTrustRoots makes https destinations verify against r (the system
-// roots and eventing's trust bundles, see WatchTrustBundles) as it is when
-// each connection opens. If unset, the system roots. Ignored with
+// roots and eventing's trust bundles, see kube.WatchTrustBundles) as it
+// is when each connection opens. If unset, the system roots. Ignored with
 // WithTransports.
 func WithTrustRoots(r *delivery.TrustRoots) Option {
 	return func(o *options) { o.trustRoots = r }

@@ -48,6 +48,7 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
 )
 
@@ -138,7 +139,7 @@ func run() int {
 	}
 	// Trust bundles before the sender: the first tick's https sinks need them.
 	sp.TrustRoots = delivery.NewTrustRoots()
-	if err := delivery.WatchTrustBundles(ctx, kc, env.SystemNamespace, sp.TrustRoots, logger); err != nil {
+	if err := trustbundles.Watch(ctx, kc, env.SystemNamespace, sp.TrustRoots, logger); err != nil {
 		logger.Errorw("Cannot watch the trust bundles", zap.Error(err))
 		return 1
 	}

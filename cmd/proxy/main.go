@@ -35,6 +35,7 @@ import (
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
 	"knative.dev/event-forwarding-proxy/proxy"
+	"knative.dev/event-forwarding-proxy/proxy/kube"
 )
 
 func main() {
@@ -81,7 +82,7 @@ func run() int {
 	}
 	if cfg.Auth == "oidc" {
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		a, err := proxy.NewKubernetesAuthenticator(actx, cfg)
+		a, err := kube.NewAuthenticator(actx, cfg)
 		cancel()
 		if err != nil {
 			logger.Errorw("Cannot set up caller authentication", "error", err)
@@ -90,7 +91,7 @@ func run() int {
 		opts = append(opts, proxy.WithAuthenticator(a))
 	}
 	if cfg.TrustBundlesNamespace != "" {
-		roots, err := proxy.WatchTrustBundles(ctx, cfg, logger)
+		roots, err := kube.WatchTrustBundles(ctx, cfg, logger)
 		if err != nil {
 			logger.Errorw("Cannot load the trust bundles", "namespace", cfg.TrustBundlesNamespace, "error", err)
 			return 1

@@ -43,9 +43,9 @@ func (g grant) String() string {
 var needs = map[grant]string{
 	{"event-forwarding-proxy", "cluster", "nonResource:/.well-known/openid-configuration", "get"}: "proxy/auth: OIDC discovery (test/e2e TestOIDCAgainstARealAPIServer)",
 	{"event-forwarding-proxy", "cluster", "nonResource:/openid/v1/jwks", "get"}:                   "proxy/auth: token keys (test/e2e TestOIDCAgainstARealAPIServer)",
-	{"event-forwarding-proxy", "knative-eventing", "configmaps", "get"}:                           "delivery.WatchTrustBundles (test/cluster TestRealPath, https sinks)",
-	{"event-forwarding-proxy", "knative-eventing", "configmaps", "list"}:                          "delivery.WatchTrustBundles: the informer's list",
-	{"event-forwarding-proxy", "knative-eventing", "configmaps", "watch"}:                         "delivery.WatchTrustBundles: the informer's watch",
+	{"event-forwarding-proxy", "knative-eventing", "configmaps", "get"}:                           "trustbundles.Watch (test/cluster TestRealPath, https sinks)",
+	{"event-forwarding-proxy", "knative-eventing", "configmaps", "list"}:                          "trustbundles.Watch: the informer's list",
+	{"event-forwarding-proxy", "knative-eventing", "configmaps", "watch"}:                         "trustbundles.Watch: the informer's watch",
 
 	{"event-forwarding-pingsource-adapter", "cluster", "sources.knative.dev/pingsources", "list"}:       "adapter/mtping: the PingSource informer's list (test/mtping TestOneAdapter)",
 	{"event-forwarding-pingsource-adapter", "cluster", "sources.knative.dev/pingsources", "watch"}:      "adapter/mtping: the PingSource informer's watch (test/mtping TestOneAdapter)",

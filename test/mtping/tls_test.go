@@ -31,7 +31,7 @@ import (
 
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 
-	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/certtest"
 )
 
@@ -84,7 +84,7 @@ func TestTLSSinks(t *testing.T) {
 	})
 
 	bundle := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "knative-eventing-bundle", Labels: map[string]string{delivery.TrustBundleLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "knative-eventing-bundle", Labels: map[string]string{trustbundles.Label: "true"}},
 		Data:       map[string]string{"ca.crt": bundled.PEM},
 	}
 	if _, err := c.kube.CoreV1().ConfigMaps(systemNamespace).Create(c.ctx, bundle, metav1.CreateOptions{}); err != nil {

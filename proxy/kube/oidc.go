@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package proxy
+// Package kube is the proxy's side of the Kubernetes API: the service
+// account token issuer's discovery for OIDC, and the trust bundles https
+// destinations verify against. It is apart from proxy so that the handler
+// chain, and every test that links only it, needs no Kubernetes client.
+package kube
 
 import (
 	"context"
@@ -28,17 +32,18 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/proxy"
 )
 
-// NewKubernetesAuthenticator discovers the service-account token issuer
+// NewAuthenticator discovers the service-account token issuer
 // cfg names (the Kubernetes API server) and returns an authenticator for
 // tokens whose audience is cfg.OIDCAudience. Discovery and keys are fetched
 // with the process's Kubernetes credentials: KUBECONFIG when set, the pod's
 // service account in a cluster, so that the API server's discovery
 // endpoints need not be open to anonymous callers. It retries discovery
 // until ctx ends.
-func NewKubernetesAuthenticator(ctx context.Context, cfg *config.Proxy) (*OIDCAuthenticator, error) {
-	client, err := kubernetesHTTPClient()
+func NewAuthenticator(ctx context.Context, cfg *config.Proxy) (*proxy.OIDCAuthenticator, error) {
+	client, err := httpClient()
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func NewKubernetesAuthenticator(ctx context.Context, cfg *config.Proxy) (*OIDCAu
 	for {
 		provider, err := oidc.NewProvider(octx, cfg.OIDCIssuer)
 		if err == nil {
-			return NewOIDCAuthenticator(provider.Verifier(&oidc.Config{ClientID: cfg.OIDCAudience})), nil
+			return proxy.NewOIDCAuthenticator(provider.Verifier(&oidc.Config{ClientID: cfg.OIDCAudience})), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -58,10 +63,10 @@ func NewKubernetesAuthenticator(ctx context.Context, cfg *config.Proxy) (*OIDCAu
 	}
 }
 
-// kubernetesHTTPClient returns an HTTP client that trusts the API server
+// httpClient returns an HTTP client that trusts the API server
 // and presents this process's credentials to it.
-func kubernetesHTTPClient() (*http.Client, error) {
-	rc, err := kubernetesRESTConfig()
+func httpClient() (*http.Client, error) {
+	rc, err := restConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +81,9 @@ func kubernetesHTTPClient() (*http.Client, error) {
 	return c, nil
 }
 
-// kubernetesRESTConfig is KUBECONFIG when set, the pod's service account
+// restConfig is KUBECONFIG when set, the pod's service account
 // in a cluster, and nil elsewhere.
-func kubernetesRESTConfig() (*rest.Config, error) {
+func restConfig() (*rest.Config, error) {
 	switch {
 	case os.Getenv("KUBECONFIG") != "":
 		return clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))

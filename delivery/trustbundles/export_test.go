@@ -14,8 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package delivery
+package trustbundles
 
-// WatchTrustBundlesWithin is WatchTrustBundles with the time it may take
-// to sync, for tests that must not wait a minute.
-var WatchTrustBundlesWithin = watchTrustBundles
+// WatchWithin is Watch with the time it may take to sync, for tests that
+// must not wait a minute.
+var WatchWithin = watchWithin

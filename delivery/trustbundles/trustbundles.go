@@ -14,7 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package delivery
+// Package trustbundles keeps a delivery.TrustRoots equal to the trust
+// bundles Eventing distributes: ConfigMaps in the system namespace, read
+// through the Kubernetes API. It is apart from delivery so that the
+// transports, and every binary or test that links only them, need no
+// Kubernetes client.
+package trustbundles
 
 import (
 	"bytes"
@@ -33,29 +38,31 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
-// TrustBundleLabel, set to "true", marks the ConfigMaps that hold trust
+// Label, set to "true", marks the ConfigMaps that hold trust
 // bundles: PEM CA certificates, under any key. Eventing labels its own
 // (from its self-signed issuer or cert-manager's trust-manager) this way
 // and propagates them from its system namespace.
-const TrustBundleLabel = "networking.knative.dev/trust-bundle"
+const Label = "networking.knative.dev/trust-bundle"
 
-// WatchTrustBundles keeps roots' bundles equal to the certificates of the
-// ConfigMaps labelled TrustBundleLabel=true in namespace, until ctx ends:
+// Watch keeps roots' bundles equal to the certificates of the ConfigMaps
+// labelled Label=true in namespace, until ctx ends:
 // added, changed and deleted ConfigMaps take effect for every connection
 // opened after. It returns once the first list is applied, or an error
 // when the watch cannot sync within a minute (RBAC: the process needs get,
 // list and watch on configmaps in namespace).
-func WatchTrustBundles(ctx context.Context, kc kubernetes.Interface, namespace string, roots *TrustRoots, logger *zap.SugaredLogger) error {
-	return watchTrustBundles(ctx, kc, namespace, roots, logger, time.Minute)
+func Watch(ctx context.Context, kc kubernetes.Interface, namespace string, roots *delivery.TrustRoots, logger *zap.SugaredLogger) error {
+	return watchWithin(ctx, kc, namespace, roots, logger, time.Minute)
 }
 
-func watchTrustBundles(ctx context.Context, kc kubernetes.Interface, namespace string, roots *TrustRoots, logger *zap.SugaredLogger, within time.Duration) error {
+func watchWithin(ctx context.Context, kc kubernetes.Interface, namespace string, roots *delivery.TrustRoots, logger *zap.SugaredLogger, within time.Duration) error {
 	if logger == nil {
 		logger = zap.NewNop().Sugar()
 	}
-	selector := labels.Set{TrustBundleLabel: "true"}.AsSelector()
+	selector := labels.Set{Label: "true"}.AsSelector()
 	f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector.String() }))
 	cms := f.Core().V1().ConfigMaps()

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package proxy
+package kube
 
 import (
 	"context"
@@ -25,14 +25,15 @@ import (
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 )
 
 // WatchTrustBundles returns the roots for https destinations: the system
 // roots plus the trust bundles in cfg.TrustBundlesNamespace, watched with
 // the process's Kubernetes credentials until ctx ends. It returns once
-// the first bundles are loaded; pass the roots to WithTrustRoots.
+// the first bundles are loaded; pass the roots to proxy.WithTrustRoots.
 func WatchTrustBundles(ctx context.Context, cfg *config.Proxy, logger *zap.SugaredLogger) (*delivery.TrustRoots, error) {
-	rc, err := kubernetesRESTConfig()
+	rc, err := restConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func WatchTrustBundles(ctx context.Context, cfg *config.Proxy, logger *zap.Sugar
 		return nil, err
 	}
 	roots := delivery.NewTrustRoots()
-	if err := delivery.WatchTrustBundles(ctx, kc, cfg.TrustBundlesNamespace, roots, logger); err != nil {
+	if err := trustbundles.Watch(ctx, kc, cfg.TrustBundlesNamespace, roots, logger); err != nil {
 		return nil, err
 	}
 	return roots, nil
