@@ -47,20 +47,20 @@ cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins
 # compiles for another, where one go build a command would leave a core
 # idle during each link.
 $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) &: $(STAMPS)/tools
-	cd test/tools && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $(CLUSTER_BIN)/ $(CLUSTER_K8S:%=k8s.io/kubernetes/cmd/%)
+	cd test/tools && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS) $(K8S_LDFLAGS)' -o $(CLUSTER_BIN)/ $(CLUSTER_K8S:%=k8s.io/kubernetes/cmd/%)
 	touch $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%)
 
-STAMP_coredns = $(COREDNS_MOD) test/cluster/coredns/main.go
+STAMP_coredns = $(COREDNS_MOD) test/cluster/coredns/main.go $(STATIC_BUILD_MK)
 $(CLUSTER_BIN)/coredns: $(STAMPS)/coredns
-	cd test/cluster/coredns && CGO_ENABLED=0 $(GO) build -o $@ .
+	cd test/cluster/coredns && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ .
 $(CLUSTER_BIN)/coredns.version: $(STAMPS)/coredns
 	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
 
 # The small static programs of test/cluster (standard library only).
-$(foreach p,$(CLUSTER_SMALL),$(eval STAMP_$(p) = test/cluster/$(p)/main.go))
+$(foreach p,$(CLUSTER_SMALL),$(eval STAMP_$(p) = test/cluster/$(p)/main.go $(STATIC_BUILD_MK)))
 $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%): $(CLUSTER_BIN)/%: $(STAMPS)/%
-	CGO_ENABLED=0 $(GO) build -o $@ ./test/cluster/$*
+	$(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ ./test/cluster/$*
 
 # Image archives: one layer with the static binary, user 65532, written
 # by hack/imgtar (Makefile).
@@ -75,9 +75,9 @@ $(CLUSTER_IMAGES)/pause.tar $(CLUSTER_IMAGES)/probe.tar $(CLUSTER_IMAGES)/hello.
 # runs it in the cluster: built from this module as the release builds
 # its binaries.
 PROJECT_SOURCES := $(shell git ls-files -co --exclude-standard -- go.mod go.sum '*.go' | grep -v -e '_test\.go$$' -e '^test/')
-STAMP_project = $(PROJECT_SOURCES)
+STAMP_project = $(PROJECT_SOURCES) $(STATIC_BUILD_MK)
 $(CLUSTER_BIN)/heartbeats: $(STAMPS)/project
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/heartbeats
+	$(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ ./cmd/heartbeats
 $(CLUSTER_IMAGES)/heartbeats.tar: $(CLUSTER_BIN)/heartbeats $(IMGTAR)
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/heartbeats:v1 -entrypoint /heartbeats $<=/heartbeats
@@ -89,9 +89,9 @@ $(CLUSTER_IMAGES)/coredns.tar: $(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.ver
 # Knative Serving's binaries, from their own module (test/cluster/serving).
 SERVING_MOD := test/cluster/serving/go.mod test/cluster/serving/go.sum
 SERVING_CMDS := controller webhook autoscaler autoscaler-hpa activator queue
-STAMP_serving = $(SERVING_MOD)
+STAMP_serving = $(SERVING_MOD) $(STATIC_BUILD_MK)
 $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) &: $(STAMPS)/serving
-	cd test/cluster/serving && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/serving/ $(SERVING_CMDS:%=knative.dev/serving/cmd/%)
+	cd test/cluster/serving && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $(CLUSTER_BIN)/serving/ $(SERVING_CMDS:%=knative.dev/serving/cmd/%)
 	for c in $(SERVING_CMDS); do mv $(CLUSTER_BIN)/serving/$$c $(CLUSTER_BIN)/serving-$$c; done
 $(CLUSTER_BIN)/serving.version: $(STAMPS)/serving
 	@mkdir -p $(@D)
@@ -102,12 +102,12 @@ $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar): $(CLUSTER_IMAGES)/%.tar: $(CL
 
 # Traefik, Serving's ingress, from its own module (test/cluster/traefik).
 TRAEFIK_MOD := test/cluster/traefik/go.mod test/cluster/traefik/go.sum
-STAMP_traefik = $(TRAEFIK_MOD)
+STAMP_traefik = $(TRAEFIK_MOD) $(STATIC_BUILD_MK)
 $(CLUSTER_BIN)/traefik.version: $(STAMPS)/traefik
 	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/traefik,github.com/traefik/traefik/v3) >$@
 $(CLUSTER_BIN)/traefik: $(CLUSTER_BIN)/traefik.version
-	cd test/cluster/traefik && CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
+	cd test/cluster/traefik && $(STATIC_GO_BUILD) -ldflags "$(STATIC_LDFLAGS) -X github.com/traefik/traefik/v3/pkg/version.Version=$$(cat $<)" -o $@ github.com/traefik/traefik/v3/cmd/traefik
 $(CLUSTER_IMAGES)/traefik.tar: $(CLUSTER_BIN)/traefik $(IMGTAR)
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/traefik:$$(cat $<.version) -entrypoint /traefik $<=/traefik
@@ -116,14 +116,15 @@ cluster-serving-bins: $(SERVING_CMDS:%=$(CLUSTER_BIN)/serving-%) $(CLUSTER_BIN)/
 cluster-serving-images: $(SERVING_CMDS:%=$(CLUSTER_IMAGES)/serving-%.tar) $(CLUSTER_IMAGES)/traefik.tar
 
 # Knative Eventing's binaries, from their own module (test/cluster/eventing).
-# It resolves every package it shares with Serving's module to the same
-# version (golang.org/x/time raised in Serving's to match), so a cold
-# build compiles client-go and knative.dev/pkg once for both.
+# It resolves every package it shares with Serving's module and with the
+# project to the same version (the cluster modules' raised to match), so
+# a cold build, static and -trimpath for all three, compiles client-go and
+# knative.dev/pkg once.
 EVENTING_MOD := test/cluster/eventing/go.mod test/cluster/eventing/go.sum
 EVENTING_CMDS := controller webhook mtping
-STAMP_eventing = $(EVENTING_MOD)
+STAMP_eventing = $(EVENTING_MOD) $(STATIC_BUILD_MK)
 $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) &: $(STAMPS)/eventing
-	cd test/cluster/eventing && CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/eventing/ $(EVENTING_CMDS:%=knative.dev/eventing/cmd/%)
+	cd test/cluster/eventing && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $(CLUSTER_BIN)/eventing/ $(EVENTING_CMDS:%=knative.dev/eventing/cmd/%)
 	for c in $(EVENTING_CMDS); do mv $(CLUSTER_BIN)/eventing/$$c $(CLUSTER_BIN)/eventing-$$c; done
 $(CLUSTER_BIN)/eventing.version: $(STAMPS)/eventing
 	@mkdir -p $(@D)
@@ -147,9 +148,9 @@ $(CLUSTER_IMAGES)/prometheus.tar: /usr/bin/prometheus $(CLUSTER_BIN)/prometheus.
 	  /usr/bin/prometheus=/prometheus $(CLUSTER_BIN)/podsd=/podsd /lib/x86_64-linux-gnu/libc.so.6=/lib/x86_64-linux-gnu/libc.so.6 \
 	  /lib64/ld-linux-x86-64.so.2=/lib64/ld-linux-x86-64.so.2
 ADAPTER_MOD := test/cluster/prometheus-adapter/go.mod test/cluster/prometheus-adapter/go.sum
-STAMP_prometheus-adapter = $(ADAPTER_MOD)
+STAMP_prometheus-adapter = $(ADAPTER_MOD) $(STATIC_BUILD_MK)
 $(CLUSTER_BIN)/prometheus-adapter: $(STAMPS)/prometheus-adapter
-	cd test/cluster/prometheus-adapter && CGO_ENABLED=0 $(GO) build -o $@ sigs.k8s.io/prometheus-adapter/cmd/adapter
+	cd test/cluster/prometheus-adapter && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ sigs.k8s.io/prometheus-adapter/cmd/adapter
 $(CLUSTER_BIN)/prometheus-adapter.version: $(STAMPS)/prometheus-adapter
 	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/prometheus-adapter,sigs.k8s.io/prometheus-adapter) >$@
