@@ -40,6 +40,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/config"
+	"knative.dev/event-forwarding-proxy/internal/kubetest"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
@@ -75,6 +76,7 @@ func cm(data map[string]string) *corev1.ConfigMap {
 // changed, broken (kept), fixed, deleted.
 func TestWatchForwarding(t *testing.T) {
 	kc := fake.NewClientset()
+	watching := kubetest.WatchStarted(kc, "configmaps")
 	core, logs := observer.New(zap.InfoLevel)
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,6 +84,7 @@ func TestWatchForwarding(t *testing.T) {
 	if err := WatchForwarding(ctx, kc, "knative-eventing", rec, zap.New(core).Sugar()); err != nil {
 		t.Fatal(err)
 	}
+	watching(t)
 	cms := kc.CoreV1().ConfigMaps("knative-eventing")
 	steps := []struct {
 		name    string

@@ -27,6 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kle "knative.dev/pkg/leaderelection"
 
+	"knative.dev/event-forwarding-proxy/internal/kubetest"
 	"knative.dev/event-forwarding-proxy/test/testproc"
 
 	eventingfake "knative.dev/eventing/pkg/client/clientset/versioned/fake"
@@ -47,6 +48,7 @@ func TestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ec := eventingfake.NewSimpleClientset(pingSource("tenant", "a"), pingSource("other", "b"))
+			watching := kubetest.WatchStarted(ec, "pingsources")
 			kc := kubefake.NewClientset()
 			s := &fakeSender{}
 			a, err := New(Params{
@@ -64,6 +66,7 @@ func TestRun(t *testing.T) {
 			if n := s.lastCount(); n != 2 {
 				t.Errorf("told %d sources, want 2", n)
 			}
+			watching(t)
 			if err := ec.SourcesV1().PingSources("other").Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -32,6 +32,7 @@ import (
 	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/certtest"
+	"knative.dev/event-forwarding-proxy/internal/kubetest"
 )
 
 func TestWatchTrustBundles(t *testing.T) {
@@ -46,12 +47,14 @@ func TestWatchTrustBundles(t *testing.T) {
 	otherNamespace := labelled("elsewhere", map[string]string{"ca.crt": ca.PEM}, nil)
 	otherNamespace.Namespace = "default"
 	kc := fake.NewClientset(unlabelled, otherNamespace)
+	watching := kubetest.WatchStarted(kc, "configmaps")
 	roots := delivery.NewTrustRoots()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := trustbundles.Watch(ctx, kc, "knative-eventing", roots, nil); err != nil {
 		t.Fatal(err)
 	}
+	watching(t)
 	if roots.Covers(ca.PEM) {
 		t.Fatal("loaded a ConfigMap without the label, or from another namespace")
 	}
