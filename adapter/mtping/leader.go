@@ -119,7 +119,7 @@ type elector struct {
 }
 
 // run takes part in every bucket's election until ctx ends, then releases
-// the leases it holds and its member slot, and returns. After a lost or
+// its member slot, then the leases it holds, and returns. After a lost or
 // given-up term it stands again when its share allows.
 func (e *elector) run(ctx context.Context) error {
 	names := make([]string, len(e.buckets))
