@@ -33,6 +33,7 @@ import (
 	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/certtest"
 	"knative.dev/event-forwarding-proxy/internal/kubetest"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 func TestWatchTrustBundles(t *testing.T) {
@@ -62,11 +63,11 @@ func TestWatchTrustBundles(t *testing.T) {
 	if _, err := cms.Create(ctx, labelled("knative-eventing-bundle", nil, map[string][]byte{"ca.pem": []byte(ca.PEM)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the bundle to load", func() bool { return roots.Covers(ca.PEM) })
+	testproc.Eventually(t, 30*time.Second, "the bundle to load", func() bool { return roots.Covers(ca.PEM) })
 	if err := cms.Delete(ctx, "knative-eventing-bundle", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the bundle to go", func() bool { return !roots.Covers(ca.PEM) })
+	testproc.Eventually(t, 30*time.Second, "the bundle to go", func() bool { return !roots.Covers(ca.PEM) })
 }
 
 func TestWatchTrustBundlesNeedsItsRights(t *testing.T) {
@@ -80,16 +81,4 @@ func TestWatchTrustBundlesNeedsItsRights(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "get, list and watch configmaps") {
 		t.Fatalf("got %v, want an error naming the rights", err)
 	}
-}
-
-// waitFor polls cond until it holds, or fails the test after a bound that
-// only a broken watch reaches.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("gave up waiting for %s", what)
 }
