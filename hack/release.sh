@@ -20,20 +20,27 @@ MODULE=knative.dev/event-forwarding-proxy
 mkdir -p "$BUILD" "$OUT/images"
 rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"
 
-# image CMD: builds cmd/CMD for every platform and its OCI archive; prints
-# the image by digest.
+# image CMD [-env K=V]...: builds cmd/CMD for every platform and its OCI
+# archive, with the image config's environment given; prints the image by
+# digest.
 image() {
-  local name=event-forwarding-$1 platform digest
+  local cmd=$1 name=event-forwarding-$1 platform digest
+  shift
   for platform in ${PLATFORMS//,/ }; do
     (cd "$ROOT" && CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
-      go build -trimpath -ldflags '-s -w' -o "$BUILD/$name-${platform#*/}" "./cmd/$1")
+      go build -trimpath -ldflags '-s -w' -o "$BUILD/$name-${platform#*/}" "./cmd/$cmd")
   done
   digest=$("$IMGTAR" -format oci -platforms "$PLATFORMS" -o "$OUT/images/$name.tar" \
-    -name "$REGISTRY/$name:$VERSION" -entrypoint "/$1" "$BUILD/$name-{arch}=/$1")
+    -name "$REGISTRY/$name:$VERSION" -entrypoint "/$cmd" "$@" "$BUILD/$name-{arch}=/$cmd")
   echo "$REGISTRY/$name@$digest"
 }
 PROXY_IMAGE=$(image proxy)
-MTPING_IMAGE=$(image mtping)
+# The adapter's image carries what it needs before its ConfigMap is read,
+# since the Deployment's env is upstream's controller's: the Go runtime's
+# GODEBUG (read at start-up only; see config/memory.go) and the system
+# namespace until the controller sets it (a linked package of Eventing's
+# sets an unset SYSTEM_NAMESPACE to knative-testing).
+MTPING_IMAGE=$(image mtping -env GODEBUG=adaptivestackstart=0 -env SYSTEM_NAMESPACE=knative-eventing)
 
 # profile NAME FILE...: one YAML of the files, images resolved.
 profile() {
@@ -42,8 +49,7 @@ profile() {
   {
     cat <<HEADER
 # event-forwarding-proxy $VERSION, $name profile (make release, from config/).
-# Install: kubectl apply -f this file, then patch config-leader-election
-# (docs/install.md). It replaces Knative Eventing's pingsource-mt-adapter
+# Install: kubectl apply -f this file (docs/install.md). It replaces Knative Eventing's pingsource-mt-adapter
 # Deployment in place, so never kubectl delete -f this file: upstream's
 # PingSource controller needs that Deployment; docs/install.md uninstalls.
 HEADER
@@ -60,7 +66,6 @@ for f in "$ROOT"/config/*.yaml; do
 done
 profile async "${base[@]}" "$ROOT/config/400-proxy.yaml" "$ROOT/config/async/600-pingsource-adapter-hpa.yaml"
 profile sync "${base[@]}" "$ROOT/config/sync/400-proxy.yaml"
-cp "$ROOT/config/patches/config-leader-election.yaml" "$OUT/config-leader-election-patch.yaml"
 cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rule.yaml"
 (cd "$OUT" && sha256sum ./*.yaml images/*.tar >SHA256SUMS)
 echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

@@ -71,19 +71,24 @@ var _ Sender = (*adapter.Sender)(nil)
 type Params struct {
 	// Sources reads PingSources (cluster-wide list and watch). Required.
 	Sources versioned.Interface
-	// Kube reads config-leader-election and holds the Leases. Required.
+	// Kube reads the adapter's ConfigMap and holds the Leases. Required.
 	Kube kubernetes.Interface
 	// Sender sends the events. Required.
 	Sender Sender
-	// Namespace holds config-leader-election and the Leases. If empty,
+	// Namespace holds the adapter's ConfigMap and the Leases. If empty,
 	// knative-eventing.
 	Namespace string
-	// Identity names this replica in the Leases; it must differ between
-	// replicas. If empty, the host name.
+	// Identity names this replica in the Leases (followed by
+	// IdentitySuffix); it must differ between replicas. If empty, the
+	// host name.
 	Identity string
 	// LeaderElection sets the buckets and lease timings. If nil, Run reads
-	// config-leader-election in Namespace (LeaderElectionConfig).
+	// them from SettingsConfigMap in Namespace (LeaderElectionSettings).
 	LeaderElection *kle.Config
+	// Upstream is the election of upstream's adapter
+	// (UpstreamLeaderElection): its bucket Leases are the gates between
+	// the two adapters (gate.go). If nil, upstream's single bucket.
+	Upstream *kle.ComponentConfig
 	// Spread delays each send by a random time below it, so that sources
 	// sharing a schedule do not all send at the same instant (upstream
 	// does the same). If zero, 500 ms; if negative, none.
@@ -144,12 +149,16 @@ type Adapter struct {
 	metrics *adapterMetrics
 	ready   atomic.Bool
 
-	mu       sync.Mutex
-	buckets  []reconciler.Bucket
-	terms    map[string]context.Context // bucket name → the term this replica leads it in
-	jobs     map[types.NamespacedName]*job
-	entries  map[types.NamespacedName]entry // the jobs this replica fires
-	stopping bool
+	mu      sync.Mutex
+	buckets []reconciler.Bucket
+	terms   map[string]context.Context // bucket name → the term this replica leads it in
+	// gates are upstream's buckets; gateHolders, each one's holder as last
+	// seen ("" while free).
+	gates       []reconciler.Bucket
+	gateHolders map[string]string
+	jobs        map[types.NamespacedName]*job
+	entries     map[types.NamespacedName]entry // the jobs this replica fires
+	stopping    bool
 
 	sends    sync.WaitGroup
 	inflight atomic.Int64
@@ -168,11 +177,12 @@ func New(p Params) (*Adapter, error) {
 	}
 	p.defaults()
 	a := &Adapter{
-		p:       p,
-		cron:    cron.New(cron.WithParser(parser)),
-		terms:   map[string]context.Context{},
-		jobs:    map[types.NamespacedName]*job{},
-		entries: map[types.NamespacedName]entry{},
+		p:           p,
+		cron:        cron.New(cron.WithParser(parser)),
+		terms:       map[string]context.Context{},
+		gateHolders: map[string]string{},
+		jobs:        map[types.NamespacedName]*job{},
+		entries:     map[types.NamespacedName]entry{},
 	}
 	m, err := newAdapterMetrics(p.MeterProvider, a)
 	if err != nil {
@@ -194,14 +204,19 @@ func (a *Adapter) Run(ctx context.Context) error {
 	lc := a.p.LeaderElection
 	if lc == nil {
 		var err error
-		if lc, err = LeaderElectionConfig(ctx, a.p.Kube, a.p.Namespace); err != nil {
+		if lc, err = LeaderElectionSettings(ctx, a.p.Kube, a.p.Namespace); err != nil {
 			return err
 		}
 	}
 	cc := lc.GetComponentConfig(Component)
-	cc.Identity = a.p.Identity
+	cc.Identity = ownIdentity(a.p.Identity)
+	upstream := kle.ComponentConfig{Component: Component, Buckets: 1}
+	if a.p.Upstream != nil {
+		upstream = *a.p.Upstream
+	}
 	a.mu.Lock()
 	a.buckets = Buckets(cc)
+	a.gates = Buckets(upstream)
 	a.mu.Unlock()
 	if a.p.HandoverWindow == 0 {
 		a.p.HandoverWindow = time.Duration(standbyPollFactor*float64(cc.RetryPeriod)) + a.p.Spread
@@ -211,7 +226,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 	defer cancelSends()
 	informCtx, stopInformer := context.WithCancel(ctx)
 	defer stopInformer()
-	if err := a.watch(informCtx, sendCtx); err != nil {
+	err := a.watchGates(informCtx)
+	if err == nil {
+		err = a.watch(informCtx, sendCtx)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
@@ -219,12 +238,13 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	a.p.Logger.Infow("Watching PingSources", zap.String("identity", cc.Identity), zap.String("namespace", a.p.Namespace),
 		zap.Uint32("buckets", cc.Buckets), zap.Duration("leaseDuration", cc.LeaseDuration),
-		zap.Duration("renewDeadline", cc.RenewDeadline), zap.Duration("retryPeriod", cc.RetryPeriod))
+		zap.Duration("renewDeadline", cc.RenewDeadline), zap.Duration("retryPeriod", cc.RetryPeriod),
+		zap.Uint32("upstreamBuckets", upstream.Buckets))
 
 	a.cron.Start()
 	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElection()
-	el := &elector{kc: a.p.Kube, namespace: a.p.Namespace, cc: cc, buckets: a.buckets, promote: a.promote, demote: a.demote,
+	el := &elector{kc: a.p.Kube, namespace: a.p.Namespace, cc: cc, buckets: a.buckets, gates: a.gates, promote: a.promote, demote: a.demote,
 		handoverWait: a.bucketHandoverWait, log: a.p.Logger}
 	elected := make(chan error, 1)
 	go func() { elected <- el.run(electCtx) }()

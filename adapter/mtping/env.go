@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"knative.dev/eventing/pkg/observability"
+	kle "knative.dev/pkg/leaderelection"
 	"knative.dev/pkg/logging"
 	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/tracing"
@@ -75,6 +76,11 @@ type Env struct {
 	// DrainTimeout bounds the wait for running sends at shutdown
 	// (DRAIN_TIMEOUT, a Go duration). If unset, 20 s.
 	DrainTimeout time.Duration
+	// Upstream is the election of upstream's adapter, which upstream's
+	// controller writes into K_LEADER_ELECTION_CONFIG from Eventing's
+	// config-leader-election (UpstreamLeaderElection). If unset, one
+	// bucket.
+	Upstream kle.ComponentConfig
 	// SinkH2CHosts are the host patterns of the plain-http sinks sent h2c
 	// with prior knowledge (SINK_H2C_HOSTS, the syntax of the proxy's
 	// FORWARD_ALLOWED_HOSTS). If unset, none: HTTP/1.1 to every plain-http
@@ -156,6 +162,11 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 			e.DrainTimeout = d
 		}
 	}
+	up, err := UpstreamLeaderElection(get("K_LEADER_ELECTION_CONFIG"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("K_LEADER_ELECTION_CONFIG: %w", err))
+	}
+	e.Upstream = up
 	if v := get("SINK_H2C_HOSTS"); v != "" {
 		hosts, err := config.ParseHostPatterns(v)
 		if err != nil {

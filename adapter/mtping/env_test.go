@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	kle "knative.dev/pkg/leaderelection"
 	"knative.dev/pkg/logging"
 	"knative.dev/pkg/observability/metrics"
 	"knative.dev/pkg/observability/tracing"
@@ -74,12 +75,24 @@ func TestEnvFromLookup(t *testing.T) {
 				SinkH2CHosts: []string{"*.svc.cluster.local", "sink.ns.svc"}}},
 		{name: "bad h2c sinks", env: map[string]string{"SINK_H2C_HOSTS": "sink:8080"}, wantErr: true},
 		{name: "h2c sinks with a pattern that is no suffix", env: map[string]string{"SINK_H2C_HOSTS": "*svc"}, wantErr: true},
+		{name: "upstream's leader election", env: map[string]string{"K_LEADER_ELECTION_CONFIG": `{"Component":"pingsource-mt-adapter","Buckets":3,` +
+			`"LeaseDuration":60000000000,"RenewDeadline":40000000000,"RetryPeriod":10000000000,"Identity":"","LeaseNamesPrefixMapping":{"a":"b"}}`},
+			want: Env{SystemNamespace: "knative-eventing", PodName: host, ProbesPort: 8080, MetricsPort: 9090, DrainTimeout: 20 * time.Second,
+				Upstream: kle.ComponentConfig{Component: Component, Buckets: 3, LeaseDuration: time.Minute, RenewDeadline: 40 * time.Second,
+					RetryPeriod: 10 * time.Second, LeaseNamesPrefixMapping: map[string]string{"a": "b"}}}},
+		{name: "upstream's leader election not JSON", env: map[string]string{"K_LEADER_ELECTION_CONFIG": "buckets=3"}, wantErr: true},
+		{name: "upstream's leader election past knative's buckets", env: map[string]string{"K_LEADER_ELECTION_CONFIG": `{"Buckets":11}`}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := EnvFromLookup(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 			if tc.wantErr != (err != nil) {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.want.Upstream.Buckets == 0 {
+				// What upstream's adapter takes without the variable.
+				tc.want.Upstream = kle.ComponentConfig{Component: Component, Buckets: 1, LeaseDuration: 15 * time.Second,
+					RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 			}
 			if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("env = %+v\nwant  %+v", got, tc.want)

@@ -25,8 +25,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -47,31 +45,6 @@ const (
 	// QueueName is upstream's reconciler type, the middle part.
 	QueueName = "knative.dev.eventing.pkg.adapter.mtping.Reconciler"
 )
-
-// LeaderElectionConfig reads the ConfigMap config-leader-election (or the
-// name knative.dev/pkg's CONFIG_LEADERELECTION_NAME gives) in namespace
-// with knative.dev/pkg's parser: keys buckets, lease-duration,
-// renew-deadline, retry-period and map-lease-prefix.*. An absent ConfigMap
-// means knative's defaults: 1 bucket, 60 s, 40 s, 10 s.
-func LeaderElectionConfig(ctx context.Context, kc kubernetes.Interface, namespace string) (*kle.Config, error) {
-	name := kle.ConfigMapName()
-	cm, err := kc.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return kle.NewConfigFromConfigMap(nil)
-	case err != nil:
-		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, name, err)
-	}
-	c, err := kle.NewConfigFromConfigMap(cm)
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", namespace, name, err)
-	}
-	if c.RenewDeadline >= c.LeaseDuration || c.RetryPeriod <= 0 || c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)) {
-		return nil, fmt.Errorf("ConfigMap %s/%s: want lease-duration > renew-deadline > 1.2 × retry-period > 0, have %s, %s, %s",
-			namespace, name, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
-	}
-	return c, nil
-}
 
 // Buckets returns the buckets of cc (with its lease names) in the order
 // of their leases: knative.dev/pkg's consistent hashing of namespace/name,
@@ -107,6 +80,9 @@ type elector struct {
 	namespace string
 	cc        kle.ComponentConfig
 	buckets   []reconciler.Bucket
+	// gates are upstream's buckets (gate.go): every replica stands for
+	// each, unbalanced, but for one that is also a bucket of cc.
+	gates []reconciler.Bucket
 	// promote is called when a term starts; demote when it ends, with the
 	// same context (done by then), or before, when the bucket is given up.
 	promote func(b reconciler.Bucket, term context.Context)
@@ -159,6 +135,10 @@ func (e *elector) run(ctx context.Context) error {
 		}
 		les = append(les, le)
 	}
+	gates, err := e.gateElectors(byName)
+	if err != nil {
+		return err
+	}
 	members := newMemberSlots(e.kc, e.namespace, e.cc, time.Now)
 	// The bucket Leases are released after the member slot: a standby that
 	// sees a bucket free then no longer counts this replica in the shares,
@@ -178,12 +158,55 @@ func (e *elector) run(ctx context.Context) error {
 			}
 		})
 	}
+	for _, le := range gates {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				le.Run(elections) // one term (or none, when ctx ends first)
+			}
+		})
+	}
 	wg.Go(func() {
 		e.balance(ctx, bal, members, byName)
 		releaseBuckets()
 	})
 	wg.Wait()
 	return nil
+}
+
+// gateElectors returns an election for each gate that is not one of the
+// buckets. A term only holds the gate for this adapter's replicas: it
+// fires nothing of its own.
+func (e *elector) gateElectors(buckets map[string]reconciler.Bucket) ([]*leaderelection.LeaderElector, error) {
+	var les []*leaderelection.LeaderElector
+	for _, g := range e.gates {
+		if _, isBucket := buckets[g.Name()]; isBucket {
+			continue // held as a bucket of this adapter's
+		}
+		lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.namespace, g.Name(),
+			e.kc.CoreV1(), e.kc.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.cc.Identity})
+		if err != nil {
+			return nil, err
+		}
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:          lock,
+			LeaseDuration: e.cc.LeaseDuration,
+			RenewDeadline: e.cc.RenewDeadline,
+			RetryPeriod:   e.cc.RetryPeriod,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {
+					e.log.Infow("Holding upstream's Lease for this adapter", zap.String("lease", g.Name()))
+				},
+				OnStoppedLeading: func() {},
+			},
+			ReleaseOnCancel: true,
+			Name:            e.cc.Identity,
+		})
+		if err != nil {
+			return nil, err
+		}
+		les = append(les, le)
+	}
+	return les, nil
 }
 
 // balance keeps this replica's member slot, reads the others' and gives

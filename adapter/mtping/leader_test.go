@@ -80,18 +80,21 @@ func TestBucketsPartitionSources(t *testing.T) {
 	}
 }
 
-func TestLeaderElectionConfig(t *testing.T) {
+func TestLeaderElectionSettings(t *testing.T) {
 	tests := []struct {
 		name    string
 		data    map[string]string // nil: no ConfigMap
 		want    kle.Config
 		wantErr bool
 	}{
-		{name: "absent: knative's defaults", want: kle.Config{Buckets: 1, LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 10 * time.Second}},
+		{name: "absent: the adapter's defaults", want: kle.Config{Buckets: 10, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
+		{name: "other settings only", data: map[string]string{"DRAIN_TIMEOUT": "20s"},
+			want: kle.Config{Buckets: 10, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
+		{name: "buckets only", data: map[string]string{"buckets": "4"},
+			want: kle.Config{Buckets: 4, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}},
 		{name: "set", data: map[string]string{"buckets": "3", "lease-duration": "3s", "renew-deadline": "2s", "retry-period": "500ms"},
 			want: kle.Config{Buckets: 3, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}},
-		{name: "only an example", data: map[string]string{"_example": "buckets: 5"},
-			want: kle.Config{Buckets: 1, LeaseDuration: 60 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 10 * time.Second}},
+		{name: "no buckets", data: map[string]string{"buckets": "0"}, wantErr: true},
 		{name: "too many buckets", data: map[string]string{"buckets": "11"}, wantErr: true},
 		{name: "not a duration", data: map[string]string{"lease-duration": "soon"}, wantErr: true},
 		{name: "renew deadline past the lease", data: map[string]string{"lease-duration": "10s", "renew-deadline": "10s"}, wantErr: true},
@@ -102,9 +105,9 @@ func TestLeaderElectionConfig(t *testing.T) {
 			kc := kubefake.NewClientset()
 			if tc.data != nil {
 				kc = kubefake.NewClientset(&corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: "config-leader-election"}, Data: tc.data})
+					ObjectMeta: metav1.ObjectMeta{Namespace: "system", Name: SettingsConfigMap}, Data: tc.data})
 			}
-			got, err := LeaderElectionConfig(t.Context(), kc, "system")
+			got, err := LeaderElectionSettings(t.Context(), kc, "system")
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("config %+v, want an error", got)

@@ -18,6 +18,8 @@ package mtping
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,16 +90,26 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buckets, members int
+			// With one bucket, upstream's single Lease is that bucket; with
+			// three, the replica holds it beside them.
+			wantGates := 0
+			if tc.buckets != 1 {
+				wantGates = 1
+			}
+			var buckets, members, gates int
 			for _, l := range leases.Items {
-				if _, member := l.Labels[MemberLabel]; member {
+				switch _, member := l.Labels[MemberLabel]; {
+				case member:
 					members++
-				} else {
+				case strings.HasSuffix(l.Name, fmt.Sprintf("-of-%02d", tc.buckets)):
 					buckets++
+				default:
+					gates++
 				}
 			}
-			if buckets != int(tc.buckets) || members != 1 {
-				t.Errorf("%d bucket Leases and %d member slots, want %d and the 1 this replica took", buckets, members, tc.buckets)
+			if buckets != int(tc.buckets) || members != 1 || gates != wantGates {
+				t.Errorf("%d bucket Leases, %d member slots, %d of upstream's; want %d, the 1 this replica took, %d",
+					buckets, members, gates, tc.buckets, wantGates)
 			}
 			for _, l := range leases.Items {
 				if h := l.Spec.HolderIdentity; h != nil && *h != "" {

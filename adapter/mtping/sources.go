@@ -189,12 +189,13 @@ func (a *Adapter) dueOf(j *job) time.Time {
 
 // fire is one tick of j: a fresh event (new id, time now) sent to its
 // sink, unless j was replaced, its bucket lost or the adapter is stopping
-// since the cron chose to run it.
+// since the cron chose to run it, or upstream's adapter fires it (its
+// gate is held there).
 func (a *Adapter) fire(ctx context.Context, j *job) {
 	due := a.dueOf(j)
 	a.mu.Lock()
 	e, ok := a.entries[j.key]
-	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) {
+	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) || !a.gateOpenLocked(j.key) {
 		a.mu.Unlock()
 		return
 	}

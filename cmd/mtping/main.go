@@ -24,9 +24,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,6 +37,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -47,6 +51,7 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter"
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
+	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
@@ -59,7 +64,39 @@ func main() {
 func run() int {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file, used outside a pod (if unset, $KUBECONFIG)")
 	flag.Parse()
-	env, err := mtping.EnvFromLookup(os.LookupEnv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	// The logger needs the settings, and the settings the API server: what
+	// fails before the logger exists goes to stderr.
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: no Kubernetes API server configuration:", err)
+		return 1
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: Kubernetes client:", err)
+		return 1
+	}
+	ec, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: Eventing client:", err)
+		return 1
+	}
+	namespace := config.SystemNamespace(os.LookupEnv)
+	settings, err := readSettings(ctx, kc, namespace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping:", err)
+		return 1
+	}
+	env, err := mtping.EnvFromLookup(mtping.SettingsFirst(settings, os.LookupEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mtping: invalid configuration:", err)
+		return 2
+	}
+	election, err := mtping.LeaderElectionFromSettings(settings)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mtping: invalid configuration:", err)
 		return 2
@@ -71,29 +108,10 @@ func run() int {
 	}
 	defer func() { _ = logger.Sync() }()
 	// The settings in effect, where an operator can check them: in a pod
-	// they come from two places (the controller's env, the ConfigMap).
+	// they come from the controller's env and the adapter's ConfigMap.
 	logger.Infow("Starting", zap.String("pod", env.PodName), zap.String("systemNamespace", env.SystemNamespace),
-		zap.Stringer("drainTimeout", env.DrainTimeout), zap.Stringer("sinkTimeout", env.SinkTimeout), zap.Stringer("logLevel", logger.Level()))
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		logger.Errorw("No Kubernetes API server configuration", zap.Error(err))
-		return 1
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		logger.Errorw("Kubernetes client", zap.Error(err))
-		return 1
-	}
-	ec, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		logger.Errorw("Eventing client", zap.Error(err))
-		return 1
-	}
+		zap.Stringer("drainTimeout", env.DrainTimeout), zap.Stringer("sinkTimeout", env.SinkTimeout), zap.Stringer("logLevel", logger.Level()),
+		zap.Strings("settings", slices.Sorted(maps.Keys(settings))))
 	reg := prometheus.NewRegistry()
 	mp, err := newMeterProvider(ctx, env, reg)
 	if err != nil {
@@ -155,6 +173,7 @@ func run() int {
 	go podRoute.Run(ctx)
 	a, err := mtping.New(mtping.Params{
 		Sources: ec, Kube: kc, Sender: sender, Namespace: env.SystemNamespace, Identity: env.PodName,
+		LeaderElection: election, Upstream: &env.Upstream,
 		DrainTimeout: env.DrainTimeout, Logger: logger, MeterProvider: mp,
 	})
 	if err != nil {
@@ -202,6 +221,26 @@ func newMeterProvider(ctx context.Context, env mtping.Env, reg *prometheus.Regis
 		return telemetry.NewPrometheusMeterProvider(reg)
 	}
 	return telemetry.NewPrometheusMeterProvider(reg, sdkmetric.WithReader(otlp), sdkmetric.WithResource(resource.Default(mtping.Component)))
+}
+
+// readSettings reads the adapter's ConfigMap, trying again for up to a
+// minute while the API server cannot answer (a node starting, say).
+func readSettings(ctx context.Context, kc kubernetes.Interface, namespace string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var settings map[string]string
+	var last error
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		settings, last = mtping.ReadSettings(ctx, kc, namespace)
+		if apierrors.IsForbidden(last) || apierrors.IsUnauthorized(last) {
+			return false, last // no retry mends RBAC
+		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return nil, last
+	}
+	return settings, err
 }
 
 // restConfig is --kubeconfig when given; in a pod, the in-cluster

@@ -17,14 +17,12 @@ limitations under the License.
 package manifests
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	"sigs.k8s.io/yaml"
+	corev1 "k8s.io/api/core/v1"
 
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
 )
@@ -51,7 +49,11 @@ func TestAdapterHPA(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := obj.(*appsv1.Deployment)
-	buckets, err := strconv.Atoi(readPatch(t, filepath.Join(repoRoot, "config/patches/config-leader-election.yaml"))["buckets"])
+	obj, err = decodeStrict(s, find(t, docs, adapterSettings, corev1.SchemeGroupVersion.WithKind("ConfigMap"), settingsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets, err := strconv.Atoi(obj.(*corev1.ConfigMap).Data["buckets"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,20 +100,4 @@ func TestAdapterHPA(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readPatch is the data of a merge patch of a ConfigMap, nothing else.
-func readPatch(t *testing.T, file string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patch struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.UnmarshalStrict(b, &patch); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return patch.Data
 }

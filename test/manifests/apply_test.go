@@ -158,6 +158,8 @@ func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface) 
 		{name: "adapter reads no other configmaps", user: adapter, res: res("get", "", "configmaps", "", "tenant")},
 		{name: "adapter takes leases", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
 		{name: "adapter renews leases", user: adapter, res: res("update", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+		{name: "adapter watches upstream's leases", user: adapter, res: res("watch", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+		{name: "adapter deletes no leases", user: adapter, res: res("delete", "coordination.k8s.io", "leases", "", "knative-eventing")},
 		{name: "adapter takes no leases elsewhere", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "tenant")},
 		{name: "adapter patches no leases", user: adapter, res: res("patch", "coordination.k8s.io", "leases", "", "knative-eventing")},
 		{name: "adapter records events about its pod", user: adapter, res: res("create", "", "events", "", "knative-eventing"), allowed: true},

@@ -18,13 +18,16 @@ package manifests
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	adapterv2 "knative.dev/eventing/pkg/adapter/v2"
 	"knative.dev/eventing/pkg/observability"
 	"knative.dev/eventing/pkg/reconciler/pingsource/resources"
+	kle "knative.dev/pkg/leaderelection"
 	"knative.dev/pkg/logging"
 
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
@@ -37,10 +40,18 @@ const (
 	settingsName    = "event-forwarding-pingsource-adapter"
 )
 
+// mtpingImageEnv is the environment the release's adapter image sets
+// (hack/release.sh; TestRelease checks the archive): the Go runtime's
+// setting, read at start-up only, and the system namespace until
+// upstream's controller sets it.
+var mtpingImageEnv = map[string]string{"GODEBUG": config.ProxyGODEBUG, "SYSTEM_NAMESPACE": "knative-eventing"}
+
 // TestAdapterSettingsSurviveTheController runs what upstream's PingSource
 // controller does to the adapter's Deployment on every reconcile (it sets
 // the dispatcher container's env to its own list) and checks the adapter
-// still starts with the operator's settings.
+// still starts with the operator's settings: the image's environment, the
+// controller's, and the adapter's ConfigMap, which it reads through the
+// API (mtping.SettingsFirst).
 func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	docs := loadConfig(t)
 	s := scheme(t)
@@ -57,22 +68,20 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if len(settings) == 0 {
 		t.Fatalf("%s: no settings", adapterSettings)
 	}
+	if settingsName != mtping.SettingsConfigMap {
+		t.Fatalf("the manifest's ConfigMap %s is not the one the adapter reads, %s", settingsName, mtping.SettingsConfigMap)
+	}
 
 	c := &d.Spec.Template.Spec.Containers[0]
 	if c.Name != "dispatcher" {
 		t.Fatalf("container %q, want upstream's dispatcher", c.Name)
 	}
-	if len(c.Env) != 0 {
-		t.Errorf("the manifest sets env %v: the controller replaces it", c.Env)
+	if len(c.Env) != 0 || len(c.EnvFrom) != 0 {
+		t.Errorf("the manifest sets env %v, envFrom %v: the controller replaces env, and the Operator keeps neither", c.Env, c.EnvFrom)
 	}
 	// Before the controller's first reconcile the adapter has only the
-	// ConfigMap, and the variable a linked package of Eventing's sets when
-	// it is unset (knative.dev/pkg/system/testing).
-	firstEnv := effectiveEnv(t, d, settings)
-	if _, ok := firstEnv["SYSTEM_NAMESPACE"]; !ok {
-		firstEnv["SYSTEM_NAMESPACE"] = "knative-testing"
-	}
-	first, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := firstEnv[k]; return v, ok })
+	// image's environment and the ConfigMap.
+	first, err := mtping.EnvFromLookup(mtping.SettingsFirst(settings, lookup(effectiveEnv(t, d))))
 	if err != nil || first.SystemNamespace != d.Namespace {
 		t.Errorf("before the controller: system namespace %q (%v), want %q", first.SystemNamespace, err, d.Namespace)
 	}
@@ -82,13 +91,27 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: `{"buckets":1}`, NoShutdownAfter: 55, SinkTimeout: -1,
+	// What the controller writes from a config-leader-election that sets
+	// nothing, as Eventing ships it.
+	le, err := kle.NewConfigFromMap(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := le.GetComponentConfig(mtping.Component)
+	leJSON, err := adapterv2.LeaderElectionComponentConfigToJSON(&cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Env = resources.MakeReceiveAdapterEnvVar(resources.Args{LeConfig: leJSON, NoShutdownAfter: 55, SinkTimeout: -1,
 		ConfigEnvVars: []corev1.EnvVar{{Name: "K_LOGGING_CONFIG", Value: loggingJSON}, {Name: "K_OBSERVABILITY_CONFIG", Value: observabilityJSON(t)}}})
 
-	env := effectiveEnv(t, d, settings)
-	got, err := mtping.EnvFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	env := effectiveEnv(t, d)
+	got, err := mtping.EnvFromLookup(mtping.SettingsFirst(settings, lookup(env)))
 	if err != nil {
 		t.Fatalf("the adapter refuses its environment: %v", err)
+	}
+	if _, err := mtping.LeaderElectionFromSettings(settings); err != nil {
+		t.Errorf("the adapter refuses its buckets and lease timings: %v", err)
 	}
 	drain, err := time.ParseDuration(settings["DRAIN_TIMEOUT"])
 	if err != nil {
@@ -101,8 +124,14 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 		t.Errorf("LogLevel %q, ZapConfig %q; want no override and config-logging's %q as the controller passes it",
 			got.LogLevel, got.ZapConfig, zapConfig)
 	}
+	if got.Upstream.Buckets != 1 || got.Upstream.LeaseDuration != time.Minute {
+		t.Errorf("upstream's election %+v, want the controller's: 1 bucket, 60 s", got.Upstream)
+	}
 	if env["GODEBUG"] != config.ProxyGODEBUG {
 		t.Errorf("GODEBUG = %q, want %q: the adapter's held sends would wait on the runtime's average stack", env["GODEBUG"], config.ProxyGODEBUG)
+	}
+	if _, ok := settings["GODEBUG"]; ok {
+		t.Error("the ConfigMap sets GODEBUG: the runtime reads it at start-up only, from the environment")
 	}
 	if got.SystemNamespace != d.Namespace {
 		t.Errorf("SystemNamespace = %q, want %q", got.SystemNamespace, d.Namespace)
@@ -113,23 +142,17 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	}
 }
 
-// effectiveEnv is the environment the kubelet gives the first container:
-// envFrom sources first, then env, which wins. Only what the manifest and
-// the controller use is resolved: ConfigMaps (from cms) and the pod's
-// namespace.
-func effectiveEnv(t *testing.T, d *appsv1.Deployment, cm map[string]string) map[string]string {
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+// effectiveEnv is the environment the first container runs with: the
+// image's (mtpingImageEnv), then env, which wins. Only what the
+// controller uses is resolved: values and the pod's namespace.
+func effectiveEnv(t *testing.T, d *appsv1.Deployment) map[string]string {
 	t.Helper()
-	c := d.Spec.Template.Spec.Containers[0]
-	env := map[string]string{}
-	for _, from := range c.EnvFrom {
-		if from.ConfigMapRef == nil || from.ConfigMapRef.Name != settingsName {
-			t.Fatalf("envFrom %+v: want the ConfigMap %s", from, settingsName)
-		}
-		for k, v := range cm {
-			env[from.Prefix+k] = v
-		}
-	}
-	for _, e := range c.Env {
+	env := maps.Clone(mtpingImageEnv)
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 		switch {
 		case e.ValueFrom == nil:
 			env[e.Name] = e.Value

@@ -32,7 +32,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -44,14 +43,12 @@ const releaseRegistry = "registry.example/knative"
 // releaseImage is an image reference as the release YAML must name it.
 var releaseImage = regexp.MustCompile(`^` + regexp.QuoteMeta(releaseRegistry) + `/(event-forwarding-(?:proxy|mtping))@(sha256:[0-9a-f]{64})$`)
 
-// leaderElectionKeys are the keys the patch may set, no more.
-var leaderElectionKeys = []string{"buckets", "lease-duration", "renew-deadline", "retry-period"}
-
 // TestRelease builds the release as `make release` does, into a temporary
 // folder, and checks what docs/install.md says of it: one YAML per profile
 // with config/'s objects and the images by the digests of the archives
-// beside them, Eventing's config-leader-election only patched, checksums
-// that hold, and the same digests from a second build of the same tree.
+// beside them, the adapter image's environment, nothing of Eventing's
+// config-leader-election, checksums that hold, and the same digests from a
+// second build of the same tree.
 func TestRelease(t *testing.T) {
 	dir := t.TempDir()
 	imgtar := filepath.Join(dir, "imgtar")
@@ -94,16 +91,15 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
-	t.Run("leader-election patch", func(t *testing.T) {
-		patch := readPatch(t, filepath.Join(out, "config-leader-election-patch.yaml"))
-		if got := slices.Sorted(maps.Keys(patch)); !slices.Equal(got, leaderElectionKeys) {
-			t.Errorf("the patch sets %v, want exactly %v", got, leaderElectionKeys)
-		}
-		if b, err := strconv.Atoi(patch["buckets"]); err != nil || b < 1 || b > 10 {
-			t.Errorf("buckets %q: want 1 to 10, knative.dev/pkg's range", patch["buckets"])
-		}
-		if src := readPatch(t, filepath.Join(repoRoot, "config/patches/config-leader-election.yaml")); !maps.Equal(src, patch) {
-			t.Errorf("the release's patch %v differs from config/patches' %v", patch, src)
+	t.Run("adapter image environment", func(t *testing.T) {
+		archive := filepath.Join(out, "images", "event-forwarding-mtping.tar")
+		for _, platform := range []string{"amd64", "arm64"} {
+			env := imageEnv(t, archive, platform)
+			for k, want := range mtpingImageEnv {
+				if env[k] != want {
+					t.Errorf("%s image: %s=%q, want %q", platform, k, env[k], want)
+				}
+			}
 		}
 	})
 
@@ -187,6 +183,44 @@ func tarFiles(t *testing.T, archive string) map[string][]byte {
 	}
 }
 
+// imageEnv is the environment in the image config of an OCI archive's
+// image for one architecture.
+func imageEnv(t *testing.T, archive, arch string) map[string]string {
+	t.Helper()
+	files := tarFiles(t, archive)
+	blob := func(digest string, v any) {
+		t.Helper()
+		if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(digest, "sha256:")], v); err != nil {
+			t.Fatalf("%s: blob %s: %v", archive, digest, err)
+		}
+	}
+	type descriptor struct {
+		Digest   string
+		Platform struct{ Architecture string }
+	}
+	var index struct{ Manifests []descriptor }
+	blob(archiveIndex(t, archive), &index)
+	for _, m := range index.Manifests {
+		if m.Platform.Architecture != arch {
+			continue
+		}
+		var manifest struct{ Config descriptor }
+		blob(m.Digest, &manifest)
+		var cfg struct {
+			Config struct{ Env []string }
+		}
+		blob(manifest.Config.Digest, &cfg)
+		env := map[string]string{}
+		for _, kv := range cfg.Config.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		return env
+	}
+	t.Fatalf("%s: no %s image", archive, arch)
+	return nil
+}
+
 // checkReleaseImages checks every container names a release image by the
 // digest of its archive.
 func checkReleaseImages(t *testing.T, docs []Document, digests map[string]string) {
@@ -234,7 +268,8 @@ func containerImages(t *testing.T, d Document) []string {
 
 // checkReleaseObjects checks the profile holds config/'s objects but the
 // Service, and the profile's files (its Service first), each the same as
-// its source but for the images; and no whole config-leader-election.
+// its source but for the images; and nothing of Eventing's
+// config-leader-election.
 func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, digests map[string]string) {
 	t.Helper()
 	src, err := Load(repoRoot, "config")
@@ -259,7 +294,7 @@ func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, d
 	got := map[string]any{}
 	for _, d := range docs {
 		if d.GVK.Kind == "ConfigMap" && d.Name == "config-leader-election" {
-			t.Errorf("%s replaces Eventing's config-leader-election: patch its keys instead", d)
+			t.Errorf("%s replaces Eventing's config-leader-election: the adapter's buckets are its own ConfigMap's", d)
 		}
 		got[objectKey(d)] = resolved(t, d, nil)
 	}

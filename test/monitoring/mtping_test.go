@@ -52,7 +52,7 @@ import (
 const pingTenant = "tenant-a"
 
 // kube is a real API server (test/apiserver) with what the adapter reads:
-// its namespace, config-leader-election, config-event-forwarding, and
+// its namespace, its own ConfigMap, config-event-forwarding, and
 // PingSources made Ready as upstream's controller would.
 type kube struct {
 	*apiserver.Server
@@ -73,7 +73,7 @@ func startKube(t *testing.T) *kube {
 			t.Fatal(err)
 		}
 	}
-	k.setConfigMap(t, kle.ConfigMapName(), map[string]string{
+	k.setConfigMap(t, mtping.SettingsConfigMap, map[string]string{
 		"buckets": "1", "lease-duration": "3s", "renew-deadline": "2s", "retry-period": "500ms"})
 	return k
 }

@@ -34,8 +34,8 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
 )
 
-// mtpingSettingsFile is the ConfigMap the adapter's container reads its
-// settings from (envFrom).
+// mtpingSettingsFile is the ConfigMap the adapter reads its settings from
+// (through the API, mtping.ReadSettings).
 const mtpingSettingsFile = "config/300-pingsource-adapter-settings.yaml"
 
 // labelNameChars are the characters Kubernetes discovery replaces with _
@@ -76,13 +76,12 @@ func TestMtpingScrapeConfigs(t *testing.T) {
 	}
 	// The port the adapter listens on in the pod: its default, or what the
 	// settings ConfigMap sets.
-	env, err := mtping.EnvFromLookup(func(k string) (string, bool) {
+	env, err := mtping.EnvFromLookup(mtping.SettingsFirst(settings.Data, func(k string) (string, bool) {
 		if k == "POD_NAME" {
 			return mtpingPod, true
 		}
-		v, ok := settings.Data[k]
-		return v, ok
-	})
+		return "", false
+	}))
 	if err != nil {
 		t.Fatalf("%s: %v", mtpingSettingsFile, err)
 	}

@@ -20,6 +20,8 @@ package mtping
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,11 +52,14 @@ type cluster struct {
 	ctx  context.Context
 	kube kubernetes.Interface
 	ping versioned.Interface
+	// bucketLeases ends the name of each of the adapter's bucket Leases
+	// ("-of-NN"); upstream's Lease beside them is no bucket.
+	bucketLeases string
 }
 
 // newCluster starts an API server with knative-eventing, the adapter's
-// service account, config-leader-election set to le, and the tenant
-// namespaces.
+// service account, its ConfigMap set to le (buckets and lease timings),
+// and the tenant namespaces.
 func newCluster(t testing.TB, le map[string]string, tenants ...string) *cluster {
 	t.Helper()
 	s := apiserver.Start(t)
@@ -64,7 +69,12 @@ func newCluster(t testing.TB, le map[string]string, tenants ...string) *cluster 
 		created(t, err)
 	}
 	c.serviceAccount(t, systemNamespace, adapterAccount)
-	c.setConfigMap(t, "config-leader-election", le)
+	c.setConfigMap(t, adapter.SettingsConfigMap, le)
+	buckets, err := strconv.Atoi(le["buckets"])
+	if err != nil {
+		t.Fatalf("buckets %q: %v", le["buckets"], err)
+	}
+	c.bucketLeases = fmt.Sprintf("-of-%02d", buckets)
 	return c
 }
 
@@ -166,7 +176,8 @@ func (c *cluster) deleteSource(t *testing.T, ns, name string) {
 }
 
 // leaseHolders maps the adapter's bucket Leases to their holders ("" when
-// free); member Leases are not buckets.
+// free), each named as the test named its process (replicaOf); member
+// Leases and upstream's are not buckets.
 func (c *cluster) leaseHolders(t *testing.T) map[string]string {
 	t.Helper()
 	leases, err := c.kube.CoordinationV1().Leases(systemNamespace).List(c.ctx, metav1.ListOptions{})
@@ -175,14 +186,20 @@ func (c *cluster) leaseHolders(t *testing.T) map[string]string {
 	}
 	holders := map[string]string{}
 	for _, l := range leases.Items {
-		if _, member := l.Labels[adapter.MemberLabel]; member || !strings.HasPrefix(l.Name, adapter.Component+".") {
+		if _, member := l.Labels[adapter.MemberLabel]; member || !strings.HasPrefix(l.Name, adapter.Component+".") ||
+			!strings.HasSuffix(l.Name, c.bucketLeases) {
 			continue
 		}
-		holder := ""
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		holders[l.Name] = holder
+		holders[l.Name] = replicaOf(l.Spec.HolderIdentity)
 	}
 	return holders
+}
+
+// replicaOf is the replica a Lease's holder identity names: its POD_NAME,
+// which the test gives, without the adapter's suffix; "" when free.
+func replicaOf(holder *string) string {
+	if holder == nil {
+		return ""
+	}
+	return strings.TrimSuffix(*holder, adapter.IdentitySuffix)
 }

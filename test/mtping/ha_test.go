@@ -29,7 +29,7 @@ import (
 	sourcesv1 "knative.dev/eventing/pkg/apis/sources/v1"
 )
 
-// HA timings of TestTwoAdapters (config-leader-election).
+// HA timings of TestTwoAdapters (the adapter's ConfigMap).
 const (
 	haBuckets     = 3
 	leaseDuration = 5 * time.Second

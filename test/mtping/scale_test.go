@@ -23,6 +23,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -152,7 +153,7 @@ func TestSharesFollowReplicas(t *testing.T) {
 		}
 		var holders []string
 		for _, l := range leases.Items {
-			if h := *l.Spec.HolderIdentity; h != "" {
+			if h := replicaOf(l.Spec.HolderIdentity); h != "" {
 				holders = append(holders, h)
 			}
 		}
@@ -217,12 +218,12 @@ func watchMoves(t *testing.T, c *cluster) func() map[string][]string {
 				continue // the next sample
 			}
 			for _, l := range leases.Items {
-				if _, member := l.Labels[adapter.MemberLabel]; member || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+				h := replicaOf(l.Spec.HolderIdentity)
+				if _, member := l.Labels[adapter.MemberLabel]; member || h == "" || !strings.HasSuffix(l.Name, c.bucketLeases) {
 					continue
 				}
-				seq := history[l.Name]
-				if len(seq) == 0 || seq[len(seq)-1] != *l.Spec.HolderIdentity {
-					history[l.Name] = append(seq, *l.Spec.HolderIdentity)
+				if seq := history[l.Name]; len(seq) == 0 || seq[len(seq)-1] != h {
+					history[l.Name] = append(seq, h)
 				}
 			}
 		}

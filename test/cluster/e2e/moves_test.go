@@ -71,7 +71,7 @@ func recordMoves(ctx context.Context, t *testing.T, buckets []reconciler.Bucket)
 				holders := map[string]string{}
 				for _, l := range leases.Items {
 					if names[l.Name] && l.Spec.HolderIdentity != nil {
-						holders[l.Name] = *l.Spec.HolderIdentity
+						holders[l.Name] = podOf(*l.Spec.HolderIdentity)
 					}
 				}
 				r.mu.Lock()
