@@ -96,8 +96,10 @@ type Params struct {
 	// HandoverWindow: on shutdown, when one of this replica's sources is
 	// due within it, the replica waits for that tick before it releases its
 	// leases, so that the standby's takeover falls between ticks. If zero,
-	// 2.2 retry periods (the longest a standby takes to notice a released
-	// lease) plus Spread; if negative, no wait.
+	// 3.2 retry periods (2.2, the longest a standby takes to notice a
+	// released lease, and one for the API server's round trips: the
+	// release, the standby's read and write) plus Spread; if negative, no
+	// wait.
 	HandoverWindow time.Duration
 	// DrainTimeout bounds the wait for sends still running at shutdown;
 	// then they are cancelled. If zero, 20 s.
@@ -219,7 +221,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.gates = Buckets(upstream)
 	a.mu.Unlock()
 	if a.p.HandoverWindow == 0 {
-		a.p.HandoverWindow = time.Duration(standbyPollFactor*float64(cc.RetryPeriod)) + a.p.Spread
+		a.p.HandoverWindow = time.Duration((standbyPollFactor+1)*float64(cc.RetryPeriod)) + a.p.Spread
 	}
 
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))

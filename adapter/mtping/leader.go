@@ -140,6 +140,10 @@ func (e *elector) run(ctx context.Context) error {
 		return err
 	}
 	members := newMemberSlots(e.kc, e.namespace, e.cc, time.Now)
+	changed, err := watchMemberSlots(ctx, e.kc, e.namespace, e.cc.Component)
+	if err != nil {
+		return err
+	}
 	// The bucket Leases are released after the member slot: a standby that
 	// sees a bucket free then no longer counts this replica in the shares,
 	// and stands for every bucket at once rather than after its next look.
@@ -166,7 +170,7 @@ func (e *elector) run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() {
-		e.balance(ctx, bal, members, byName)
+		e.balance(ctx, bal, members, changed, byName)
 		releaseBuckets()
 	})
 	wg.Wait()
@@ -210,9 +214,10 @@ func (e *elector) gateElectors(buckets map[string]reconciler.Bucket) ([]*leadere
 }
 
 // balance keeps this replica's member slot, reads the others' and gives
-// up buckets above this replica's share, every retry period until ctx
-// ends; it then releases the slot.
-func (e *elector) balance(ctx context.Context, bal *balancer, m *memberSlots, byName map[string]reconciler.Bucket) {
+// up buckets above this replica's share, every retry period and whenever
+// a slot changes hands (changed) until ctx ends; it then releases the
+// slot.
+func (e *elector) balance(ctx context.Context, bal *balancer, m *memberSlots, changed <-chan struct{}, byName map[string]reconciler.Bucket) {
 	var wg sync.WaitGroup // the releases waiting for a tick
 	defer wg.Wait()
 	var lastErr string
@@ -227,7 +232,7 @@ func (e *elector) balance(ctx context.Context, bal *balancer, m *memberSlots, by
 			lastErr = ""
 		}
 	}
-	wait.JitterUntilWithContext(ctx, func(ctx context.Context) {
+	look := func(ctx context.Context) {
 		live, err := m.sync(ctx)
 		if err == nil {
 			bal.setMembers(live)
@@ -255,7 +260,17 @@ func (e *elector) balance(ctx context.Context, bal *balancer, m *memberSlots, by
 				r.end()
 			})
 		}
-	}, e.cc.RetryPeriod, leaderelection.JitterFactor, true)
+	}
+	for ctx.Err() == nil {
+		look(ctx)
+		next := time.NewTimer(wait.Jitter(e.cc.RetryPeriod, leaderelection.JitterFactor))
+		select {
+		case <-ctx.Done():
+		case <-next.C:
+		case <-changed:
+		}
+		next.Stop()
+	}
 	leaveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cc.RenewDeadline)
 	defer cancel()
 	if err := m.leave(leaveCtx); err != nil {

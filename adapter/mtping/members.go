@@ -26,7 +26,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	kle "knative.dev/pkg/leaderelection"
 )
 
@@ -41,6 +43,47 @@ const MemberLabel = "event-forwarding.knative.dev/member-of"
 func MemberSlotName(cc kle.ComponentConfig, i int) string {
 	prefix := strings.TrimSuffix(LeaseName(cc, 0), fmt.Sprintf(".%02d-of-%02d", 0, cc.Buckets))
 	return fmt.Sprintf("%s.member.%02d", prefix, i)
+}
+
+// watchMemberSlots watches the member slots of component and signals on
+// the channel it returns whenever one changes hands (taken, released,
+// created or deleted), not at renewals. A replica stopping gracefully
+// releases its slot before its bucket Leases, so the others count it out
+// before they see its buckets free, and stand for them at their next try
+// rather than after their next look at the slots.
+func watchMemberSlots(ctx context.Context, kc kubernetes.Interface, namespace, component string) (<-chan struct{}, error) {
+	changed := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // one pending signal is enough
+		}
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(kc, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = MemberLabel + "=" + component }))
+	inf := f.Coordination().V1().Leases().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { signal() },
+		UpdateFunc: func(old, cur any) {
+			if changedHands(old, cur) {
+				signal()
+			}
+		},
+		DeleteFunc: func(any) { signal() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	return changed, nil
+}
+
+// changedHands says whether an update of a slot changed its holder (a
+// renewal does not).
+func changedHands(old, cur any) bool {
+	o, ok1 := old.(*coordinationv1.Lease)
+	c, ok2 := cur.(*coordinationv1.Lease)
+	return !ok1 || !ok2 || holderOf(o) != holderOf(c)
 }
 
 // memberSlots holds one member slot for this replica and reads the

@@ -31,7 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	kle "knative.dev/pkg/leaderelection"
+
+	"knative.dev/event-forwarding-proxy/internal/kubetest"
 )
 
 var leasesResource = coordinationv1.SchemeGroupVersion.WithResource("leases")
@@ -222,5 +225,62 @@ func TestMemberSlotLeftAfterAnUnseenRenewal(t *testing.T) {
 	}
 	if a.held != "" {
 		t.Errorf("a still holds %q", a.held)
+	}
+}
+
+// TestWatchMemberSlots: the balancing loop hears of a slot taken and
+// released through the watch; of an update, only one that changes the
+// holder counts (changedHands), not a renewal.
+func TestWatchMemberSlots(t *testing.T) {
+	kc := kubefake.NewClientset()
+	watching := kubetest.WatchStarted(kc, "leases")
+	changed, err := watchMemberSlots(t.Context(), kc, "system", Component)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching(t)
+	leases := kc.CoordinationV1().Leases("system")
+	slot := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "slot", Labels: map[string]string{MemberLabel: Component}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new("a"), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	heard := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no signal", what)
+		}
+	}
+	if _, err := leases.Create(t.Context(), slot, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heard("a slot taken")
+	released := slot.DeepCopy()
+	released.Spec.HolderIdentity = new("")
+	if _, err := leases.Update(t.Context(), released, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heard("the slot released")
+
+	renewed := slot.DeepCopy()
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Second)}
+	taken := slot.DeepCopy()
+	taken.Spec.HolderIdentity = new("b")
+	tests := []struct {
+		name     string
+		old, cur any
+		want     bool
+	}{
+		{name: "renewed", old: slot, cur: renewed},
+		{name: "released", old: slot, cur: released, want: true},
+		{name: "taken over", old: slot, cur: taken, want: true},
+		{name: "taken", old: released, cur: slot, want: true},
+		{name: "not a Lease", old: cache.DeletedFinalStateUnknown{}, cur: slot, want: true},
+	}
+	for _, tc := range tests {
+		if got := changedHands(tc.old, tc.cur); got != tc.want {
+			t.Errorf("%s: changedHands = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

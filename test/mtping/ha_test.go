@@ -45,10 +45,10 @@ const (
 	// after the expiry (docs/mtping.md).
 	takeoverBound = leaseDuration + 4400*retryPeriod/1000
 	// handoverBound is the same after a graceful stop: the lease is
-	// released, so only the standby's poll remains, plus the tick the
-	// stopping replica waits for first (at most the handover window,
-	// 2.2 retry periods plus the spread) and its exit.
-	handoverBound = 2 * (2200*retryPeriod/1000 + spread)
+	// released, so only the standby's poll remains (2.2 retry periods),
+	// plus the tick the stopping replica waits for first (at most the
+	// handover window, 3.2 retry periods plus the spread).
+	handoverBound = (2200+3200)*retryPeriod/1000 + spread
 )
 
 // TestTwoAdapters runs two adapter processes: each tick fires once across
