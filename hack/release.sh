@@ -49,9 +49,9 @@ profile() {
   {
     cat <<HEADER
 # event-forwarding-proxy $VERSION, $name profile (make release, from config/).
-# Install: kubectl apply -f this file (docs/install.md). It replaces Knative Eventing's pingsource-mt-adapter
-# Deployment in place, so never kubectl delete -f this file: upstream's
-# PingSource controller needs that Deployment; docs/install.md uninstalls.
+# Install: kubectl apply -f this file, then patch Knative Eventing's
+# pingsource-mt-adapter Deployment with pingsource-mt-adapter-patch.yaml
+# (docs/install.md). Uninstall after the way back, as docs/install.md says.
 HEADER
     for f in "$@"; do
       echo "---"
@@ -67,5 +67,8 @@ done
 profile async "${base[@]}" "$ROOT/config/400-proxy.yaml" "$ROOT/config/async/600-pingsource-adapter-hpa.yaml"
 profile sync "${base[@]}" "$ROOT/config/sync/400-proxy.yaml"
 cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rule.yaml"
+# The adapter's one change to Eventing's Deployment: its image.
+sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" -e '/^# This folder/,$d' \
+  "$ROOT/config/patches/pingsource-mt-adapter.yaml" >"$OUT/pingsource-mt-adapter-patch.yaml"
 (cd "$OUT" && sha256sum ./*.yaml images/*.tar >SHA256SUMS)
 echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

@@ -34,6 +34,10 @@ import (
 	"knative.dev/event-forwarding-proxy/config"
 )
 
+// DefaultMetricsPort is where /metrics is served: the port upstream's
+// adapter Deployment names metrics.
+const DefaultMetricsPort = 9090
+
 // Env is the adapter process's configuration, read once from its
 // environment (the names upstream's adapter Deployment sets are honoured).
 type Env struct {
@@ -50,7 +54,8 @@ type Env struct {
 	ServiceAccount string
 	// ProbesPort serves /health and /readiness (PROBES_PORT). If unset, 8080.
 	ProbesPort int
-	// MetricsPort serves /metrics (METRICS_PORT). If unset, 9090.
+	// MetricsPort serves /metrics (METRICS_PORT). If unset,
+	// DefaultMetricsPort.
 	MetricsPort int
 	// ZapConfig is the logger's zap configuration: the zap-logger-config
 	// of K_LOGGING_CONFIG, which upstream's controller writes from
@@ -99,7 +104,7 @@ func EnvFromLookup(lookup func(string) (string, bool)) (Env, error) {
 		PodName:         get("POD_NAME"),
 		ServiceAccount:  get("SERVICE_ACCOUNT_NAME"),
 		ProbesPort:      8080,
-		MetricsPort:     9090,
+		MetricsPort:     DefaultMetricsPort,
 		DrainTimeout:    20 * time.Second,
 	}
 	if e.PodName == "" {

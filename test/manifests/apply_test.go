@@ -20,6 +20,7 @@ package manifests
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,83 @@ func TestAPIServer(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Run("access", func(t *testing.T) { testAccess(ctx, t, client) })
+	t.Run("access", func(t *testing.T) { testAccess(ctx, t, client, configAccess) })
 	t.Run("ConfigMap watcher sees edits", func(t *testing.T) { testConfigWatcher(ctx, t, client) })
+	// Eventing's own RBAC for its adapter account, as its release has it.
+	var eventing []Document
+	for _, f := range upstreamRBAC {
+		docs, err := readFile(filepath.Join(must(eventingDir()), "config", "core", f), "eventing:"+f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventing = append(eventing, docs...)
+	}
+	t.Run("apply Eventing's adapter RBAC", func(t *testing.T) { applyAll(ctx, t, s, eventing) })
+	t.Run("access with Eventing's RBAC", func(t *testing.T) { testAccess(ctx, t, client, adapterAccess) })
+}
+
+// access is one question to the API server: may user do this, and the
+// answer expected.
+type access struct {
+	name    string
+	user    string
+	res     *authorizationv1.ResourceAttributes
+	nonRes  *authorizationv1.NonResourceAttributes
+	allowed bool
+}
+
+const (
+	adapterUser = "system:serviceaccount:knative-eventing:" + adapterAccount
+	proxyUser   = "system:serviceaccount:knative-eventing:event-forwarding-proxy"
+)
+
+func res(verb, group, resource, sub, ns string) *authorizationv1.ResourceAttributes {
+	return &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}
+}
+
+// configAccess is what config/ alone gives: the proxy's account all it
+// needs, Eventing's adapter account the reading of Pods in
+// knative-eventing and nothing else.
+var configAccess = []access{
+	{name: "adapter reads its pod", user: adapterUser, res: res("get", "", "pods", "", "knative-eventing"), allowed: true},
+	{name: "adapter reads no pod elsewhere", user: adapterUser, res: res("get", "", "pods", "", "tenant")},
+	{name: "adapter changes no pod", user: adapterUser, res: res("patch", "", "pods", "", "knative-eventing")},
+	{name: "adapter updates no pod", user: adapterUser, res: res("update", "", "pods", "", "knative-eventing")},
+	{name: "adapter lists no pods", user: adapterUser, res: res("list", "", "pods", "", "knative-eventing")},
+	{name: "config/ gives the adapter no pingsources", user: adapterUser, res: res("list", "sources.knative.dev", "pingsources", "", "")},
+	{name: "config/ gives the adapter no leases", user: adapterUser, res: res("create", "coordination.k8s.io", "leases", "", "knative-eventing")},
+	{name: "config/ gives the adapter no configmaps", user: adapterUser, res: res("get", "", "configmaps", "", "knative-eventing")},
+	{name: "config/ gives the adapter no events", user: adapterUser, res: res("create", "", "events", "", "knative-eventing")},
+	{name: "config/ gives the adapter no tokens", user: adapterUser, res: res("create", "", "serviceaccounts", "token", "tenant")},
+	{name: "control: another account reads no pods", user: "system:serviceaccount:knative-eventing:other", res: res("get", "", "pods", "", "knative-eventing")},
+	{name: "proxy reads OIDC discovery", user: proxyUser, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/.well-known/openid-configuration"}, allowed: true},
+	{name: "proxy reads the JWKS", user: proxyUser, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/openid/v1/jwks"}, allowed: true},
+	{name: "proxy reads no pingsources", user: proxyUser, res: res("list", "sources.knative.dev", "pingsources", "", "")},
+	{name: "proxy watches the trust bundles", user: proxyUser, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
+	{name: "proxy reads no tenant's configmaps", user: proxyUser, res: res("list", "", "configmaps", "", "tenant")},
+	{name: "proxy writes no configmaps", user: proxyUser, res: res("update", "", "configmaps", "", "knative-eventing")},
+	{name: "proxy reads no pods", user: proxyUser, res: res("get", "", "pods", "", "knative-eventing")},
+}
+
+// adapterAccess is what the adapter does, with Eventing's RBAC and
+// config/'s together, and what it still may not.
+var adapterAccess = []access{
+	{name: "adapter watches pingsources everywhere", user: adapterUser, res: res("watch", "sources.knative.dev", "pingsources", "", ""), allowed: true},
+	{name: "adapter lists pingsources everywhere", user: adapterUser, res: res("list", "sources.knative.dev", "pingsources", "", ""), allowed: true},
+	{name: "adapter watches eventing configmaps", user: adapterUser, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
+	{name: "adapter takes leases", user: adapterUser, res: res("create", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+	{name: "adapter renews leases", user: adapterUser, res: res("update", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+	{name: "adapter watches upstream's leases", user: adapterUser, res: res("watch", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
+	{name: "adapter deletes no leases", user: adapterUser, res: res("delete", "coordination.k8s.io", "leases", "", "knative-eventing")},
+	{name: "adapter records events about its pod", user: adapterUser, res: res("create", "", "events", "", "knative-eventing"), allowed: true},
+	{name: "adapter counts repeated events", user: adapterUser, res: res("patch", "", "events", "", "knative-eventing"), allowed: true},
+	{name: "adapter reads its pod", user: adapterUser, res: res("get", "", "pods", "", "knative-eventing"), allowed: true},
+	{name: "adapter changes no pod", user: adapterUser, res: res("patch", "", "pods", "", "knative-eventing")},
+	{name: "adapter updates no pod", user: adapterUser, res: res("update", "", "pods", "", "knative-eventing")},
+	{name: "adapter deletes no pod", user: adapterUser, res: res("delete", "", "pods", "", "knative-eventing")},
+	{name: "adapter mints OIDC tokens", user: adapterUser, res: res("create", "", "serviceaccounts", "token", "tenant"), allowed: true},
+	{name: "adapter reads no secrets", user: adapterUser, res: res("get", "", "secrets", "", "knative-eventing")},
+	{name: "adapter changes no deployment", user: adapterUser, res: res("patch", "apps", "deployments", "", "knative-eventing")},
 }
 
 // applyAll server-side applies each document with strict field validation:
@@ -134,51 +210,8 @@ func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 	}
 }
 
-// testAccess asks the API server what the service accounts may do.
-func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface) {
-	const (
-		adapter = "system:serviceaccount:knative-eventing:event-forwarding-pingsource-adapter"
-		proxy   = "system:serviceaccount:knative-eventing:event-forwarding-proxy"
-	)
-	res := func(verb, group, resource, sub, ns string) *authorizationv1.ResourceAttributes {
-		return &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}
-	}
-	tests := []struct {
-		name    string
-		user    string
-		res     *authorizationv1.ResourceAttributes
-		nonRes  *authorizationv1.NonResourceAttributes
-		allowed bool
-	}{
-		{name: "adapter watches pingsources everywhere", user: adapter, res: res("watch", "sources.knative.dev", "pingsources", "", ""), allowed: true},
-		{name: "adapter lists pingsources everywhere", user: adapter, res: res("list", "sources.knative.dev", "pingsources", "", ""), allowed: true},
-		{name: "adapter does not write pingsource status", user: adapter, res: res("update", "sources.knative.dev", "pingsources", "status", "tenant")},
-		{name: "adapter does not change pingsources", user: adapter, res: res("patch", "sources.knative.dev", "pingsources", "", "tenant")},
-		{name: "adapter watches eventing configmaps", user: adapter, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
-		{name: "adapter reads no other configmaps", user: adapter, res: res("get", "", "configmaps", "", "tenant")},
-		{name: "adapter takes leases", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
-		{name: "adapter renews leases", user: adapter, res: res("update", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
-		{name: "adapter watches upstream's leases", user: adapter, res: res("watch", "coordination.k8s.io", "leases", "", "knative-eventing"), allowed: true},
-		{name: "adapter deletes no leases", user: adapter, res: res("delete", "coordination.k8s.io", "leases", "", "knative-eventing")},
-		{name: "adapter takes no leases elsewhere", user: adapter, res: res("create", "coordination.k8s.io", "leases", "", "tenant")},
-		{name: "adapter patches no leases", user: adapter, res: res("patch", "coordination.k8s.io", "leases", "", "knative-eventing")},
-		{name: "adapter records events about its pod", user: adapter, res: res("create", "", "events", "", "knative-eventing"), allowed: true},
-		{name: "adapter counts repeated events", user: adapter, res: res("patch", "", "events", "", "knative-eventing"), allowed: true},
-		{name: "adapter records no events elsewhere", user: adapter, res: res("create", "", "events", "", "tenant")},
-		{name: "adapter reads its pod", user: adapter, res: res("get", "", "pods", "", "knative-eventing"), allowed: true},
-		{name: "adapter changes no pod", user: adapter, res: res("patch", "", "pods", "", "knative-eventing")},
-		{name: "adapter updates no pod", user: adapter, res: res("update", "", "pods", "", "knative-eventing")},
-		{name: "adapter lists no pods", user: adapter, res: res("list", "", "pods", "", "knative-eventing")},
-		{name: "adapter mints OIDC tokens", user: adapter, res: res("create", "", "serviceaccounts", "token", "tenant"), allowed: true},
-		{name: "adapter reads no secrets", user: adapter, res: res("get", "", "secrets", "", "knative-eventing")},
-		{name: "control: another account does not watch pingsources", user: "system:serviceaccount:knative-eventing:other", res: res("watch", "sources.knative.dev", "pingsources", "", "")},
-		{name: "proxy reads OIDC discovery", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/.well-known/openid-configuration"}, allowed: true},
-		{name: "proxy reads the JWKS", user: proxy, nonRes: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/openid/v1/jwks"}, allowed: true},
-		{name: "proxy reads no pingsources", user: proxy, res: res("list", "sources.knative.dev", "pingsources", "", "")},
-		{name: "proxy watches the trust bundles", user: proxy, res: res("watch", "", "configmaps", "", "knative-eventing"), allowed: true},
-		{name: "proxy reads no tenant's configmaps", user: proxy, res: res("list", "", "configmaps", "", "tenant")},
-		{name: "proxy writes no configmaps", user: proxy, res: res("update", "", "configmaps", "", "knative-eventing")},
-	}
+// testAccess asks the API server each question of tests.
+func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface, tests []access) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -80,9 +80,8 @@ func TestRequiredObjects(t *testing.T) {
 		obj  string
 	}{
 		{name: "proxy service account", file: "config/100-serviceaccounts.yaml", gvk: sa, obj: "event-forwarding-proxy"},
-		{name: "adapter service account", file: "config/100-serviceaccounts.yaml", gvk: sa, obj: "event-forwarding-pingsource-adapter"},
-		{name: "adapter cluster role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), obj: "event-forwarding-pingsource-adapter"},
 		{name: "adapter role", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("Role"), obj: "event-forwarding-pingsource-adapter"},
+		{name: "adapter role binding", file: "config/200-rbac.yaml", gvk: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), obj: "event-forwarding-pingsource-adapter"},
 		{name: "eventing config", file: "config/300-config-event-forwarding.yaml", gvk: cm, obj: "config-event-forwarding"},
 		{name: "async profile", file: "config/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
 		{name: "sync profile", file: "config/sync/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},

@@ -92,10 +92,13 @@ func TestLoad(t *testing.T) {
 }
 
 // checkedElsewhere are folders under config/ that operators do not apply
-// with the proxy (they hold files for Prometheus and Grafana), each with the
-// test package that checks them.
+// with the proxy (files for Prometheus and Grafana; the adapter's patch,
+// which test/manifests checks against Eventing's Deployment in
+// TestAdapterIsUpstreamsButTheImage), each with the test package that
+// checks them.
 var checkedElsewhere = map[string]string{
 	"config/monitoring": "test/monitoring",
+	"config/patches":    "test/manifests",
 }
 
 // TestEveryConfigFolderIsChecked makes a new folder under config/ choose:

@@ -35,7 +35,6 @@ import (
 )
 
 const (
-	adapterFile     = "config/500-mtping.yaml"
 	adapterSettings = "config/300-pingsource-adapter-settings.yaml"
 	settingsName    = "event-forwarding-pingsource-adapter"
 )
@@ -50,17 +49,13 @@ var mtpingImageEnv = map[string]string{"GODEBUG": config.ProxyGODEBUG, "SYSTEM_N
 // controller does to the adapter's Deployment on every reconcile (it sets
 // the dispatcher container's env to its own list) and checks the adapter
 // still starts with the operator's settings: the image's environment, the
-// controller's, and the adapter's ConfigMap, which it reads through the
-// API (mtping.SettingsFirst).
+// Deployment's as Eventing ships it, the controller's, and the adapter's
+// ConfigMap, which it reads through the API (mtping.SettingsFirst).
 func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	docs := loadConfig(t)
 	s := scheme(t)
-	obj, err := decodeStrict(s, find(t, docs, adapterFile, appsv1.SchemeGroupVersion.WithKind("Deployment"), "pingsource-mt-adapter"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := obj.(*appsv1.Deployment)
-	obj, err = decodeStrict(s, find(t, docs, adapterSettings, corev1.SchemeGroupVersion.WithKind("ConfigMap"), settingsName))
+	_, d := adapterDeployment(t)
+	obj, err := decodeStrict(s, find(t, docs, adapterSettings, corev1.SchemeGroupVersion.WithKind("ConfigMap"), settingsName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +71,8 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if c.Name != "dispatcher" {
 		t.Fatalf("container %q, want upstream's dispatcher", c.Name)
 	}
-	if len(c.Env) != 0 || len(c.EnvFrom) != 0 {
-		t.Errorf("the manifest sets env %v, envFrom %v: the controller replaces env, and the Operator keeps neither", c.Env, c.EnvFrom)
-	}
-	// Before the controller's first reconcile the adapter has only the
-	// image's environment and the ConfigMap.
+	// Before the controller's first reconcile the adapter has the image's
+	// environment, the Deployment's as Eventing ships it and the ConfigMap.
 	first, err := mtping.EnvFromLookup(mtping.SettingsFirst(settings, lookup(effectiveEnv(t, d))))
 	if err != nil || first.SystemNamespace != d.Namespace {
 		t.Errorf("before the controller: system namespace %q (%v), want %q", first.SystemNamespace, err, d.Namespace)
@@ -136,7 +128,10 @@ func TestAdapterSettingsSurviveTheController(t *testing.T) {
 	if got.SystemNamespace != d.Namespace {
 		t.Errorf("SystemNamespace = %q, want %q", got.SystemNamespace, d.Namespace)
 	}
-	grace := time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	grace := time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second
+	if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
 	if got.DrainTimeout >= grace {
 		t.Errorf("DRAIN_TIMEOUT %v does not end within the grace period %v", got.DrainTimeout, grace)
 	}
@@ -148,7 +143,7 @@ func lookup(env map[string]string) func(string) (string, bool) {
 
 // effectiveEnv is the environment the first container runs with: the
 // image's (mtpingImageEnv), then env, which wins. Only what the
-// controller uses is resolved: values and the pod's namespace.
+// Deployment uses is resolved: values, the pod's namespace and name.
 func effectiveEnv(t *testing.T, d *appsv1.Deployment) map[string]string {
 	t.Helper()
 	env := maps.Clone(mtpingImageEnv)
@@ -158,6 +153,8 @@ func effectiveEnv(t *testing.T, d *appsv1.Deployment) map[string]string {
 			env[e.Name] = e.Value
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			env[e.Name] = d.Namespace
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = d.Name + "-7d9f8b6c5-x2x4q"
 		default:
 			t.Fatalf("env %s: source %+v not resolved by this test", e.Name, e.ValueFrom)
 		}

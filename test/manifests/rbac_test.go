@@ -18,6 +18,7 @@ package manifests
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// grant is one verb on one resource that config/ gives one account, in a
+// grant is one verb on one resource that an account is given, in a
 // namespace or (scope "cluster") everywhere.
 type grant struct {
 	account, scope, resource, verb string
@@ -36,10 +37,18 @@ func (g grant) String() string {
 	return fmt.Sprintf("%s may %s %s in %s", g.account, g.verb, g.resource, g.scope)
 }
 
-// needs is why each grant of config/ exists: the code that uses it and the
-// test that fails without it (docs/security.md, "What each account can
-// do"). A grant config/ gives that is not here is unused; one here that
-// config/ does not give is missing.
+// adapterAccount is Eventing's account, which the PingSource adapter runs
+// under in Eventing's own Deployment.
+const adapterAccount = "pingsource-mt-adapter"
+
+// upstreamRBAC are the files of Eventing's release that give its adapter
+// account its ClusterRole.
+var upstreamRBAC = []string{"200-pingsource-mt-adapter-serviceaccount.yaml", "roles/pingsource-mt-adapter-clusterrole.yaml"}
+
+// needs is why each grant exists: the code that uses it and the test that
+// fails without it (docs/security.md, "What each account can do"). A grant
+// of config/ that is not here is unused; one here that neither config/
+// nor Eventing's own RBAC gives is missing.
 var needs = map[grant]string{
 	{"event-forwarding-proxy", "cluster", "nonResource:/.well-known/openid-configuration", "get"}: "proxy/auth: OIDC discovery (test/e2e TestOIDCAgainstARealAPIServer)",
 	{"event-forwarding-proxy", "cluster", "nonResource:/openid/v1/jwks", "get"}:                   "proxy/auth: token keys (test/e2e TestOIDCAgainstARealAPIServer)",
@@ -47,26 +56,76 @@ var needs = map[grant]string{
 	{"event-forwarding-proxy", "knative-eventing", "configmaps", "list"}:                          "trustbundles.Watch: the informer's list",
 	{"event-forwarding-proxy", "knative-eventing", "configmaps", "watch"}:                         "trustbundles.Watch: the informer's watch",
 
-	{"event-forwarding-pingsource-adapter", "cluster", "sources.knative.dev/pingsources", "list"}:       "adapter/mtping: the PingSource informer's list (test/mtping TestOneAdapter)",
-	{"event-forwarding-pingsource-adapter", "cluster", "sources.knative.dev/pingsources", "watch"}:      "adapter/mtping: the PingSource informer's watch (test/mtping TestOneAdapter)",
-	{"event-forwarding-pingsource-adapter", "cluster", "serviceaccounts/token", "create"}:               "adapter/kube.TokenRequester: the sources' OIDC tokens (test/mtping TestOneAdapter, test/cluster TestOIDC)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "configmaps", "get"}:                    "adapter/kube.WatchForwarding and mtping.ReadSettings (test/cluster TestAdapter: the settings' drain timeout)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "configmaps", "list"}:                   "adapter/kube.WatchForwarding: the informer's list (test/mtping TestOneAdapter)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "configmaps", "watch"}:                  "adapter/kube.WatchForwarding: the informer's watch (test/mtping threshold)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "coordination.k8s.io/leases", "get"}:    "adapter/mtping: the buckets' resourcelock (test/mtping TestTwoAdapters)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "coordination.k8s.io/leases", "create"}: "adapter/mtping: a bucket's Lease or member slot taken first (test/mtping TestTwoAdapters)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "coordination.k8s.io/leases", "update"}: "adapter/mtping: Leases and member slots renewed, taken over and released (test/mtping TestTwoAdapters)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "coordination.k8s.io/leases", "list"}:   "adapter/mtping.memberSlots.sync (test/mtping TestSharesFollowReplicas), watchGates' list",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "coordination.k8s.io/leases", "watch"}:  "adapter/mtping.watchGates: upstream's Leases watched by name (test/cluster TestUpgradeRollbackUninstall)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "pods", "get"}:                          "adapter/kube.PodRoute: its Pod's UID for the Events (test/mtping TestRouteOnThePod)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "events", "create"}:                     "adapter/kube.PodRoute: an Event per switch (test/mtping TestRouteOnThePod)",
-	{"event-forwarding-pingsource-adapter", "knative-eventing", "events", "patch"}:                      "adapter/kube.PodRoute: a repeat counted (client-go's event broadcaster)",
+	{adapterAccount, "cluster", "sources.knative.dev/pingsources", "list"}:       "adapter/mtping: the PingSource informer's list (test/mtping TestOneAdapter)",
+	{adapterAccount, "cluster", "sources.knative.dev/pingsources", "watch"}:      "adapter/mtping: the PingSource informer's watch (test/mtping TestOneAdapter)",
+	{adapterAccount, "cluster", "serviceaccounts/token", "create"}:               "adapter/kube.TokenRequester: the sources' OIDC tokens (test/mtping TestOneAdapter, test/cluster TestOIDC)",
+	{adapterAccount, "knative-eventing", "configmaps", "get"}:                    "adapter/kube.WatchForwarding and mtping.ReadSettings (test/cluster TestAdapter: the settings' drain timeout)",
+	{adapterAccount, "knative-eventing", "configmaps", "list"}:                   "adapter/kube.WatchForwarding: the informer's list (test/mtping TestOneAdapter)",
+	{adapterAccount, "knative-eventing", "configmaps", "watch"}:                  "adapter/kube.WatchForwarding: the informer's watch (test/mtping threshold)",
+	{adapterAccount, "knative-eventing", "coordination.k8s.io/leases", "get"}:    "adapter/mtping: the buckets' resourcelock (test/mtping TestTwoAdapters)",
+	{adapterAccount, "knative-eventing", "coordination.k8s.io/leases", "create"}: "adapter/mtping: a bucket's Lease or member slot taken first (test/mtping TestTwoAdapters)",
+	{adapterAccount, "knative-eventing", "coordination.k8s.io/leases", "update"}: "adapter/mtping: Leases and member slots renewed, taken over and released (test/mtping TestTwoAdapters)",
+	{adapterAccount, "knative-eventing", "coordination.k8s.io/leases", "list"}:   "adapter/mtping.memberSlots.sync (test/mtping TestSharesFollowReplicas), watchGates' list",
+	{adapterAccount, "knative-eventing", "coordination.k8s.io/leases", "watch"}:  "adapter/mtping.watchGates: upstream's Leases watched by name (test/cluster TestUpgradeRollbackUninstall)",
+	{adapterAccount, "knative-eventing", "pods", "get"}:                          "adapter/kube.PodRoute: its Pod's UID for the Events (test/mtping TestRouteOnThePod)",
+	{adapterAccount, "knative-eventing", "events", "create"}:                     "adapter/kube.PodRoute: an Event per switch (test/mtping TestRouteOnThePod)",
+	{adapterAccount, "knative-eventing", "events", "patch"}:                      "adapter/kube.PodRoute: a repeat counted (client-go's event broadcaster)",
 }
 
 // TestEveryGrantIsNeeded reads the Roles, ClusterRoles and their bindings
-// in config/ and checks each verb they give an account against needs.
+// in config/ and Eventing's RBAC for its adapter account, and checks each
+// verb config/ gives against needs: every grant of config/ is needed and
+// not already Eventing's, and every need is granted by one of them.
 func TestEveryGrantIsNeeded(t *testing.T) {
-	granted := map[grant]string{} // where config/ gives it
+	ours := grantsOf(t, loadConfig(t), false)
+	var theirs []Document
+	for _, f := range upstreamRBAC {
+		docs, err := readFile(filepath.Join(must(eventingDir()), "config", "core", f), "eventing:"+f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs = append(theirs, docs...)
+	}
+	upstream := grantsOf(t, theirs, true)
+	for g, doc := range ours {
+		if _, ok := needs[g]; !ok {
+			t.Errorf("%s (%s): no code needs it; remove it, or say in needs what uses it", g, doc)
+		}
+		if up, ok := covers(upstream, g); ok {
+			t.Errorf("%s (%s): Eventing grants it already (%s); remove it", g, doc, up)
+		}
+	}
+	var missing []grant
+	for g := range needs {
+		_, inOurs := covers(ours, g)
+		_, inTheirs := covers(upstream, g)
+		if !inOurs && !inTheirs {
+			missing = append(missing, g)
+		}
+	}
+	slices.SortFunc(missing, func(a, b grant) int { return strings.Compare(a.String(), b.String()) })
+	for _, g := range missing {
+		t.Errorf("%s: needed (%s) but neither config/ nor Eventing grants it", g, needs[g])
+	}
+}
+
+// covers says which grant of granted allows g: g itself, or the same
+// verb on the same resource everywhere.
+func covers(granted map[grant]string, g grant) (string, bool) {
+	if doc, ok := granted[g]; ok {
+		return doc, true
+	}
+	g.scope = "cluster"
+	doc, ok := granted[g]
+	return doc, ok
+}
+
+// grantsOf returns what the roles and bindings of docs give, each with the
+// document that binds it. Only the release's accounts (or, for Eventing's
+// RBAC, its adapter's) may be bound.
+func grantsOf(t *testing.T, docs []Document, upstream bool) map[grant]string {
+	t.Helper()
+	granted := map[grant]string{}
 	roles := map[string][]rbacv1.PolicyRule{}
 	type binding struct {
 		doc      string
@@ -75,7 +134,7 @@ func TestEveryGrantIsNeeded(t *testing.T) {
 		subjects []rbacv1.Subject
 	}
 	var bindings []binding
-	for _, d := range loadConfig(t) {
+	for _, d := range docs {
 		switch d.GVK.Kind {
 		case "Role", "ClusterRole":
 			var r rbacv1.ClusterRole // a Role's fields are a subset
@@ -83,7 +142,7 @@ func TestEveryGrantIsNeeded(t *testing.T) {
 				t.Fatalf("%s: %v", d, err)
 			}
 			if r.AggregationRule != nil {
-				t.Errorf("%s aggregates other roles: what it grants is not in config/", d)
+				t.Errorf("%s aggregates other roles: what it grants is not in the file", d)
 			}
 			roles[d.GVK.Kind+"/"+d.Namespace+"/"+d.Name] = r.Rules
 		case "RoleBinding", "ClusterRoleBinding":
@@ -101,19 +160,23 @@ func TestEveryGrantIsNeeded(t *testing.T) {
 			bindings = append(bindings, binding{d.String(), b.RoleRef.Kind + "/" + ns + "/" + b.RoleRef.Name, scope, b.Subjects})
 		}
 	}
+	accounts := []string{"event-forwarding-proxy", adapterAccount}
+	if upstream {
+		accounts = []string{adapterAccount}
+	}
 	for _, b := range bindings {
 		rules, ok := roles[b.role]
 		if !ok {
-			if !strings.HasPrefix(b.role, "ClusterRole//system:") {
-				t.Errorf("%s binds %s, which config/ does not define", b.doc, b.role)
+			if upstream || !strings.HasPrefix(b.role, "ClusterRole//system:") {
+				t.Errorf("%s binds %s, which its files do not define", b.doc, b.role)
 				continue
 			}
 			// Kubernetes' own role: only the discovery one is bound.
 			rules = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/.well-known/openid-configuration", "/openid/v1/jwks"}, Verbs: []string{"get"}}}
 		}
 		for _, s := range b.subjects {
-			if s.Kind != "ServiceAccount" || s.Namespace != "knative-eventing" {
-				t.Errorf("%s binds %s %s/%s: only the release's service accounts are expected", b.doc, s.Kind, s.Namespace, s.Name)
+			if s.Kind != "ServiceAccount" || s.Namespace != "knative-eventing" || !slices.Contains(accounts, s.Name) {
+				t.Errorf("%s binds %s %s/%s: only %v are expected", b.doc, s.Kind, s.Namespace, s.Name, accounts)
 				continue
 			}
 			for _, r := range rules {
@@ -137,19 +200,14 @@ func TestEveryGrantIsNeeded(t *testing.T) {
 			}
 		}
 	}
-	for g, doc := range granted {
-		if _, ok := needs[g]; !ok {
-			t.Errorf("%s (%s): no code needs it; remove it, or say in needs what uses it", g, doc)
-		}
+	return granted
+}
+
+// must returns v, panicking on err: for values a test cannot go on without
+// and that other helpers already checked.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
 	}
-	var missing []grant
-	for g := range needs {
-		if _, ok := granted[g]; !ok {
-			missing = append(missing, g)
-		}
-	}
-	slices.SortFunc(missing, func(a, b grant) int { return strings.Compare(a.String(), b.String()) })
-	for _, g := range missing {
-		t.Errorf("%s: needed (%s) but config/ does not grant it", g, needs[g])
-	}
+	return v
 }

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -78,18 +80,21 @@ func TestRelease(t *testing.T) {
 						t.Errorf("%s holds %q", file, banned)
 					}
 				}
-				if !strings.Contains(string(text), "never kubectl delete -f this file") {
-					t.Errorf("%s does not say up front that it replaces Eventing's adapter Deployment", file)
+				if !strings.Contains(string(text), "pingsource-mt-adapter-patch.yaml") {
+					t.Errorf("%s does not say up front that the adapter's image goes in with the patch", file)
 				}
 				docs, err := readFile(filepath.Join(out, file), file)
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkReleaseImages(t, docs, digests)
+				// The proxy's image only: the adapter's is in the patch.
+				checkReleaseImages(t, docs, map[string]string{"event-forwarding-proxy": digests["event-forwarding-proxy"]})
 				checkReleaseObjects(t, docs, files, digests)
 			})
 		}
 	})
+
+	t.Run("adapter patch", func(t *testing.T) { checkAdapterPatch(t, out, digests) })
 
 	t.Run("adapter image environment", func(t *testing.T) {
 		archive := filepath.Join(out, "images", "event-forwarding-mtping.tar")
@@ -392,6 +397,57 @@ func checkInstallDoc(t *testing.T, out string) {
 		}
 	}
 	if strings.Contains(doc, "kubectl delete -f release") {
-		t.Error("docs/install.md deletes with the release YAML, which holds Eventing's adapter Deployment")
+		t.Error("docs/install.md deletes with the release YAML: the uninstall goes by name and label, after the way back")
+	}
+}
+
+// checkAdapterPatch checks the release's patch of Eventing's adapter
+// Deployment: config/'s, with the adapter's image by digest, applying to
+// upstream's Deployment with that image as its only change.
+func checkAdapterPatch(t *testing.T, out string, digests map[string]string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(out, "pingsource-mt-adapter-patch.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(repoRoot, adapterPatchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := releaseRegistry + "/event-forwarding-mtping@" + digests["event-forwarding-mtping"]
+	var gotData, wantData any
+	if err := yaml.Unmarshal(got, &gotData); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(src), "ko://"+module+"/cmd/mtping", image)), &wantData); err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(gotData)
+	wj, _ := json.Marshal(wantData)
+	if string(gj) != string(wj) {
+		t.Errorf("the release's patch differs from %s:\n got %s\nwant %s", adapterPatchFile, gj, wj)
+	}
+	if strings.Contains(string(got), "ko resolve") {
+		t.Error("the release's patch keeps the note for ko users")
+	}
+	upstream, _ := adapterDeployment(t)
+	orig, err := json.Marshal(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := yaml.YAMLToJSON(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, appsv1.Deployment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := json.Unmarshal(merged, &d); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != image {
+		t.Errorf("patched containers %+v, want upstream's one running %s", c, image)
 	}
 }

@@ -28,8 +28,11 @@ limitations under the License.
 package monitoring
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,14 +58,16 @@ const (
 	scrapeJob       = "event-forwarding-proxy"
 )
 
-// The PingSource adapter: its manifest, and the labels the kit's scrape
-// job for it gives its target (its namespace is the adapter's
-// SYSTEM_NAMESPACE).
+// The PingSource adapter: its Deployment, Eventing's own (a file of the
+// eventing module; the install replaces only the image of its container
+// upstreamContainer), and the labels the kit's scrape job for it gives its
+// target (its namespace is the adapter's SYSTEM_NAMESPACE).
 const (
-	mtpingFile      = "config/500-mtping.yaml"
-	mtpingNamespace = "knative-eventing"
-	mtpingPod       = "pingsource-mt-adapter-5d9c8b7f4-e2e"
-	mtpingScrapeJob = "pingsource-mt-adapter"
+	upstreamAdapterFile = "config/core/deployments/pingsource-mt-adapter.yaml"
+	upstreamContainer   = "dispatcher"
+	mtpingNamespace     = "knative-eventing"
+	mtpingPod           = "pingsource-mt-adapter-5d9c8b7f4-e2e"
+	mtpingScrapeJob     = "pingsource-mt-adapter"
 )
 
 // repoFile returns the path of a repository file, as the tests see it.
@@ -74,6 +79,30 @@ func repoFile(name string) string {
 func readRepoFile(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(repoFile(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readEventingFile reads a file of the knative.dev/eventing module this
+// project builds against (go.mod's version, in the module cache), failing
+// the test if it cannot.
+func readEventingFile(t *testing.T, name string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "knative.dev/eventing")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		t.Fatalf("go list knative.dev/eventing: %v\n%s", err, ee.Stderr)
+	} else if err != nil {
+		t.Fatalf("go list knative.dev/eventing: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		t.Fatal("knative.dev/eventing is not in the module cache: run go mod download")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ import (
 
 const (
 	systemNamespace = "knative-eventing"
-	adapterAccount  = "event-forwarding-pingsource-adapter"
+	adapterAccount  = "pingsource-mt-adapter"
 )
 
 // cluster is a real API server with the namespaces, accounts and

@@ -101,9 +101,11 @@ spec:
 // and its HPA: the controller's reconciles leave it with the operator's
 // settings; from 1 replica, sends held by slow sinks make the HPA scale it
 // to 3, each firing about a third of the sources; deleting one moves its
-// share to the others and then to its replacement; through all of it no
-// tick fires twice and no source misses more ticks than its bucket's
-// moves allow.
+// share to the others and then to its replacement; a replica that cannot
+// start (every PingSource Deployed Unknown meanwhile) pauses none; the
+// HPA scales it back in. Through all of it, for 30 sources every 10 s and
+// 2,000 every minute, no tick fires twice and no source misses more ticks
+// than its bucket's moves allow; the minute ticks are logged as a table.
 func TestAdapter(t *testing.T) {
 	t.Parallel() // beside the seed scenario's scale-in: see stages_test.go
 	after(t, upgradeStage, seedLoadStage, heartbeatsStage, oidcStage)
@@ -127,13 +129,22 @@ func TestAdapter(t *testing.T) {
 	}
 	// The controller's first reconcile after an install writes its env into
 	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
-	waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+	waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
+	// Thousands of sources firing every minute, in their own namespace and
+	// sink (scale_test.go). Eventing takes minutes to make them all Ready:
+	// the steps below begin meanwhile, and the last ones (a replica that
+	// cannot start, the scale-up it holds back, the scale-in) run with
+	// every one of them firing.
+	scaleNS := newNamespace(ctx, t, "scale")
+	scaleSink := newSink(ctx, t, scaleNS)
+	createScaleSources(ctx, t, scaleNS, scaleSources)
+	steps := newStepLog()
 	t.Cleanup(func() {
 		// Back to the installed 2 replicas (restoreHPA has run); ctx is
 		// cancelled by now.
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 	})
 
 	t.Run("settings survive the controller", func(t *testing.T) {
@@ -173,7 +184,7 @@ func TestAdapter(t *testing.T) {
 	settle := func(t *testing.T, replicas int32, from time.Time) {
 		t.Helper()
 		if replicas > 0 {
-			waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", replicas)
+			waitAdapter(ctx, t, projectAdapterImage, adapterAccount, replicas)
 		}
 		var holders map[string]string
 		eventually(t, shareBound, 500*time.Millisecond, func() string { return fmt.Sprintf("shares not even: %v", holders) }, func() bool {
@@ -211,7 +222,7 @@ func TestAdapter(t *testing.T) {
 		for _, p := range adapterPods(ctx, t) {
 			live[p.Name] = true
 		}
-		checkTicks(t, s.records(ctx, t), since, buckets, moves.byBucket(live))
+		checkTicks(t, s.records(ctx, t), since, buckets, moves.byBucket(live), haTick)
 	}
 
 	// Sends the adapter holds: sources firing every second, directly, to a
@@ -222,6 +233,7 @@ func TestAdapter(t *testing.T) {
 	hpa := adapterHPA(ctx, t)
 	t.Cleanup(func() { restoreHPA(t, hpa) })
 	setHPABounds(ctx, t, 1, 1)
+	steps.mark("to 1 replica")
 	setThreshold(ctx, t, "100000")
 	setForwardingKey(ctx, t, "event-forwarding-inflight-threshold", "0")
 	loadNS := newNamespace(ctx, t, "hpa")
@@ -238,6 +250,7 @@ func TestAdapter(t *testing.T) {
 		settle(t, 1, time.Now())
 		from := time.Now()
 		setHPABounds(ctx, t, *hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas)
+		steps.mark("HPA scale-up")
 		var last string
 		eventually(t, hpaBound, 2*time.Second, func() string { return "the HPA: " + last }, func() bool {
 			h := adapterHPA(ctx, t)
@@ -257,6 +270,7 @@ func TestAdapter(t *testing.T) {
 		pods := adapterPods(ctx, t)
 		victim := pods[0].Name
 		deleted := time.Now()
+		steps.mark("replica deleted")
 		if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -284,11 +298,84 @@ func TestAdapter(t *testing.T) {
 		})
 		settle(t, 0, deleted)
 	})
+
+	var firstTick time.Time // the first minute tick checked
+	t.Run("a replica that cannot start", func(t *testing.T) {
+		// One more replica, which an admission policy refuses: the
+		// Deployment has an unavailable replica, Eventing marks every
+		// PingSource Deployed Unknown, and the running replicas must fire
+		// them all the same.
+		n := int32(len(adapterPods(ctx, t)))
+		waitScaleReady(ctx, t, scaleNS, scaleSources)
+		steps.mark(fmt.Sprintf("%d replicas", n))
+		firstTick = waitTick(ctx, t, scaleSink, time.Now(), true)
+		release := holdBackAdapterPods(ctx, t)
+		from := time.Now()
+		setHPABounds(ctx, t, n+1, n+1)
+		steps.mark("replica cannot start")
+		var short int32
+		var failed bool
+		eventually(t, time.Minute, time.Second, func() string {
+			return fmt.Sprintf("the adapter Deployment has %d unavailable replicas (replica failure %v)", short, failed)
+		}, func() bool {
+			short, failed = unavailable(ctx, t)
+			return short > 0 && failed
+		})
+		// Eventing rewrites the sources' status one by one: half of them
+		// marked is enough to see whether they keep firing.
+		notDeployed := 0
+		eventually(t, 3*time.Minute, 5*time.Second, func() string {
+			return fmt.Sprintf("%d of %d PingSources not Deployed", notDeployed, scaleSources)
+		}, func() bool {
+			notDeployed = deployedNotTrue(ctx, t, scaleNS)
+			return notDeployed >= scaleSources/2
+		})
+		t.Logf("%d PingSources not Deployed %v after the replica was refused", notDeployed, time.Since(from).Round(time.Second))
+		// No bucket moves while the new replica cannot start: the whole
+		// tick fires.
+		waitTick(ctx, t, scaleSink, time.Now(), true)
+		t.Logf("%d PingSources not Deployed after the tick", deployedNotTrue(ctx, t, scaleNS))
+		release()
+		nudgeAdapterReplicaSets(ctx, t)
+		settle(t, n+1, from)
+	})
+
+	t.Run("HPA scale-in", func(t *testing.T) {
+		from := time.Now()
+		lo := *hpa.Spec.MinReplicas
+		setHPABounds(ctx, t, lo, lo)
+		steps.mark("scale-in")
+		settle(t, lo, from)
+	})
+
+	t.Run("thousands of sources", func(t *testing.T) {
+		if firstTick.IsZero() {
+			t.Fatal("no minute tick was checked: the sources were not all Ready")
+		}
+		steps.mark("settled")
+		lastTick := waitTick(ctx, t, scaleSink, time.Now(), true)
+		rs := scaleSink.records(ctx, t)
+		counts := scaleTicks(rs, firstTick, lastTick)
+		logTickTable(t, steps, counts)
+		live := map[string]bool{}
+		for _, p := range adapterPods(ctx, t) {
+			live[p.Name] = true
+		}
+		checkTicks(t, rs, firstTick.Add(-time.Second), buckets, moves.byBucket(live), scaleTick)
+	})
 }
 
 // projectAdapterImage is how the release names this project's adapter
 // image on the cluster (docs/install.md): by digest.
 const projectAdapterImage = "dev.local/event-forwarding-mtping@sha256:"
+
+// upstreamAdapterImage is the start of upstream's adapter image on the
+// cluster, of the Eventing release applied or of the upgrade's.
+const upstreamAdapterImage = "dev.local/eventing-mtping:"
+
+// adapterAccount is the adapter's service account: Eventing's, since the
+// install changes only the Deployment's image.
+const adapterAccount = "pingsource-mt-adapter"
 
 // adapterHPAName is the async profile's HPA of the adapter.
 const adapterHPAName = "event-forwarding-pingsource-adapter"
@@ -319,7 +406,7 @@ func restoreHPA(t testing.TB, installed *autoscalingv2.HorizontalPodAutoscaler) 
 	defer cancel()
 	lo := *installed.Spec.MinReplicas
 	setHPABounds(ctx, t, lo, lo)
-	waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", lo)
+	waitAdapter(ctx, t, projectAdapterImage, adapterAccount, lo)
 	setHPABounds(ctx, t, lo, installed.Spec.MaxReplicas)
 }
 
@@ -368,11 +455,11 @@ func evenShares(holders map[string]string, pods []corev1.Pod) bool {
 	return held == len(holders)
 }
 
-// checkTicks checks each PingSource's ticks since since against the moves
+// checkTicks checks each PingSource's ticks (every period) since since against the moves
 // of its bucket (moves, by Lease name; ticks.Check): none twice, in each
 // gap no more ticks missed than the moves in or around it allow. It logs
 // each bucket's moves and the ticks missed in all.
-func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler.Bucket, moves map[string][]ticks.Move) {
+func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler.Bucket, moves map[string][]ticks.Move, period time.Duration) {
 	t.Helper()
 	moved := 0
 	for _, b := range buckets {
@@ -408,7 +495,7 @@ func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler
 				bucketMoves = moves[b.Name()]
 			}
 		}
-		n, violations := ticks.Check(kept, bucketMoves, ticks.Params{Period: haTick, Margin: moveMargin, MovedFloor: movedFloor})
+		n, violations := ticks.Check(kept, bucketMoves, ticks.Params{Period: period, Margin: moveMargin, MovedFloor: movedFloor})
 		missed += n
 		for _, v := range violations {
 			t.Errorf("%s %v", src, v)

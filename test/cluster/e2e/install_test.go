@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,15 +31,19 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // TestInstall checks the install docs/install.md and docs/mtping.md
 // describe: the release's images running by their digests, the proxy
 // Service Ready with the default (async) profile and reachable through the
-// ingress, its held-call gauge served to the HPA, the adapter replaced,
-// Eventing's config-leader-election patched, forwarding on.
+// ingress, its held-call gauge served to the HPA, the adapter's Deployment
+// upstream's but for the image, Eventing's config-leader-election
+// untouched, forwarding on.
 func TestInstall(t *testing.T) {
 	installStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
@@ -59,17 +64,17 @@ func TestInstall(t *testing.T) {
 	})
 
 	t.Run("release images by digest", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(repoRoot, "release/event-forwarding-proxy-async.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []struct{ image, selector, container string }{
-			{"dev.local/event-forwarding-proxy@", "serving.knative.dev/service=" + proxyService, "proxy"},
-			{"dev.local/event-forwarding-mtping@", "sources.knative.dev/role=adapter", "dispatcher"},
+		for _, want := range []struct{ file, image, selector, container string }{
+			{"release/event-forwarding-proxy-async.yaml", "dev.local/event-forwarding-proxy@", "serving.knative.dev/service=" + proxyService, "proxy"},
+			{"release/pingsource-mt-adapter-patch.yaml", "dev.local/event-forwarding-mtping@", "sources.knative.dev/role=adapter", "dispatcher"},
 		} {
+			b, err := os.ReadFile(filepath.Join(repoRoot, want.file))
+			if err != nil {
+				t.Fatal(err)
+			}
 			ref := regexp.MustCompile(regexp.QuoteMeta(want.image) + `sha256:[0-9a-f]{64}`).FindString(string(b))
 			if ref == "" {
-				t.Fatalf("the release names no %s image", want.image)
+				t.Fatalf("%s names no %s image", want.file, want.image)
 			}
 			pods := podsOf(ctx, t, systemNamespace, want.selector)
 			if len(pods) == 0 {
@@ -132,20 +137,18 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
-	t.Run("adapter replaced", func(t *testing.T) {
+	t.Run("adapter's image only", func(t *testing.T) {
+		// A scenario before may have scaled it: back at 2 by its end.
+		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 		d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, adapterName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := d.Spec.Template.Spec
-		if img := spec.Containers[0].Image; !strings.HasPrefix(img, projectAdapterImage) {
-			t.Errorf("image %q, want this project's", img)
+		var up appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml")), &up); err != nil {
+			t.Fatal(err)
 		}
-		if spec.ServiceAccountName != "event-forwarding-pingsource-adapter" {
-			t.Errorf("service account %q", spec.ServiceAccountName)
-		}
-		// A scenario before may have scaled it: back at 2 by its end.
-		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+		checkUpstreamsButTheImage(t, up.Spec.Template, d.Spec.Template)
 	})
 
 	t.Run("Eventing's leader election untouched", func(t *testing.T) {
@@ -200,4 +203,53 @@ func waitServed(ctx context.Context, t *testing.T, metric, selector string) {
 		}
 		return readyPods >= 2
 	})
+}
+
+// checkUpstreamsButTheImage checks that the adapter's live pod template is
+// upstream's in all the install could have changed: labels, annotations,
+// service account, the container's name, ports and probes. Its env is
+// upstream's controller's, its image this project's.
+func checkUpstreamsButTheImage(t *testing.T, want, got corev1.PodTemplateSpec) {
+	t.Helper()
+	if !maps.Equal(got.Labels, want.Labels) {
+		t.Errorf("pod labels %v, want upstream's %v", got.Labels, want.Labels)
+	}
+	for k := range got.Annotations {
+		if _, ok := want.Annotations[k]; !ok && k != "kubectl.kubernetes.io/restartedAt" {
+			t.Errorf("pod annotation %s=%q: upstream's has none such", k, got.Annotations[k])
+		}
+	}
+	if got.Spec.ServiceAccountName != want.Spec.ServiceAccountName {
+		t.Errorf("service account %q, want upstream's %q", got.Spec.ServiceAccountName, want.Spec.ServiceAccountName)
+	}
+	gc, wc := got.Spec.Containers, want.Spec.Containers
+	if len(gc) != 1 || len(wc) != 1 {
+		t.Fatalf("%d containers, want upstream's %d", len(gc), len(wc))
+	}
+	if !strings.HasPrefix(gc[0].Image, projectAdapterImage) {
+		t.Errorf("image %q, want this project's", gc[0].Image)
+	}
+	port := func(ps []corev1.ContainerPort) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, fmt.Sprintf("%s:%d", p.Name, p.ContainerPort))
+		}
+		return strings.Join(s, " ")
+	}
+	probe := func(p *corev1.Probe) string {
+		if p == nil || p.HTTPGet == nil {
+			return "none"
+		}
+		return p.HTTPGet.Path + " on " + p.HTTPGet.Port.String()
+	}
+	for _, c := range []struct{ what, got, want string }{
+		{"container", gc[0].Name, wc[0].Name},
+		{"ports", port(gc[0].Ports), port(wc[0].Ports)},
+		{"readiness probe", probe(gc[0].ReadinessProbe), probe(wc[0].ReadinessProbe)},
+		{"liveness probe", probe(gc[0].LivenessProbe), probe(wc[0].LivenessProbe)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s %s, want upstream's %s", c.what, c.got, c.want)
+		}
+	}
 }

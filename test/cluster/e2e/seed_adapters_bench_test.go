@@ -22,6 +22,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,17 +78,22 @@ func BenchmarkSeedAdapters(b *testing.B) {
 	var rows []seedFigures
 
 	b.Run("adapter=upstream", func(b *testing.B) {
-		// Upstream's adapter as upstream runs it: one replica, no HPA (the
-		// install block puts it back).
-		if out, err := kubectl("-n", systemNamespace, "delete", "hpa", adapterHPAName, "--ignore-not-found"); err != nil {
-			b.Fatalf("deleting the adapter's HPA: %v\n%s", err, out)
+		// Upstream's adapter as upstream runs it: the way back's block (the
+		// HPA deleted, upstream's image), then one replica; the install
+		// block puts the project's back.
+		core := filepath.Join(b.TempDir(), "eventing-core.yaml")
+		if err := os.WriteFile(core, []byte(upstreamEventing(b, "deployments/pingsource-mt-adapter.yaml")), 0o644); err != nil {
+			b.Fatal(err)
 		}
-		kubectlApply(b, upstreamEventing(b, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
+		docBlock(b, "rollback", "EVENTING_CORE="+core)
+		if out, err := kubectl("-n", systemNamespace, "scale", "deployment/"+adapterName, "--replicas=1"); err != nil {
+			b.Fatalf("scaling upstream's adapter to 1: %v\n%s", err, out)
+		}
 		b.Cleanup(func() {
 			docBlock(b, "install")
-			waitAdapter(ctx, b, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+			waitAdapter(ctx, b, projectAdapterImage, adapterAccount, 2)
 		})
-		waitAdapter(ctx, b, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		waitAdapter(ctx, b, upstreamAdapterImage, adapterAccount, 1)
 		rows = append(rows, runSeedLoad(ctx, b, ns, s, "upstream"))
 	})
 	b.Run("adapter=forwarding", func(b *testing.B) {

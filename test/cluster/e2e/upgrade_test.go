@@ -78,14 +78,17 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	firing(t, "installed")
 
 	t.Run("Eventing upgrade", func(t *testing.T) {
-		kubectlApply(t, upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"))
-		// Upstream's controller raises it to 1, the adapter's HPA to its
-		// minimum of 2.
-		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 2)
+		// The next release's YAML names another adapter image (the same
+		// binary, tagged by test/cluster/eventing.sh): kubectl apply puts
+		// it in place of the project's, and leaves the replicas to the HPA.
+		next := strings.ReplaceAll(upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"),
+			upstreamAdapterImage+eventingVersion(t), upstreamAdapterImage+eventingVersion(t)+"-next")
+		kubectlApply(t, next)
+		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t)+"-next", adapterAccount, 2)
 		firing(t, "after the upgrade, upstream's adapter")
 		// What the page says to do next: its install block again.
 		docBlock(t, "install")
-		waitAdapter(ctx, t, projectAdapterImage, "event-forwarding-pingsource-adapter", 2)
+		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 		cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -102,8 +105,8 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		docBlock(t, "rollback", "EVENTING_CORE="+core)
-		// The HPA gone first, upstream's controller gives it 1 replica.
-		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		// The HPA gone first, the Deployment keeps the replicas it had.
+		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t), adapterAccount, 2)
 		if _, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Get(ctx, adapterHPAName, metav1.GetOptions{}); err == nil {
 			t.Error("the adapter's HPA is still there after the way back")
 		}
@@ -122,7 +125,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		if err != nil || strings.TrimSpace(string(left)) != "" {
 			t.Errorf("left after the uninstall (%v): %s", err, left)
 		}
-		waitAdapter(ctx, t, "dev.local/eventing-mtping:", "pingsource-mt-adapter", 1)
+		waitAdapter(ctx, t, upstreamAdapterImage, adapterAccount, 2)
 		firing(t, "after the uninstall")
 	})
 }
@@ -161,10 +164,6 @@ func upstreamEventing(t testing.TB, files ...string) string {
 	if err != nil {
 		t.Fatalf("the eventing module: %v", err)
 	}
-	version, err := os.ReadFile(filepath.Join(repoRoot, ".cache/cluster/bin/eventing.version"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "core")
 	var b strings.Builder
 	for _, f := range files {
@@ -175,7 +174,17 @@ func upstreamEventing(t testing.TB, files ...string) string {
 		b.WriteString("---\n")
 		b.Write(y)
 	}
-	return strings.ReplaceAll(b.String(), "ko://knative.dev/eventing/cmd/mtping", "dev.local/eventing-mtping:"+strings.TrimSpace(string(version)))
+	return strings.ReplaceAll(b.String(), "ko://knative.dev/eventing/cmd/mtping", upstreamAdapterImage+eventingVersion(t))
+}
+
+// eventingVersion is the version of the Eventing images the cluster runs.
+func eventingVersion(t testing.TB) string {
+	t.Helper()
+	version, err := os.ReadFile(filepath.Join(repoRoot, ".cache/cluster/bin/eventing.version"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(version))
 }
 
 // kubectl runs the cluster's kubectl, as an operator would.

@@ -1,0 +1,359 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The sources TestAdapter keeps firing every minute while it scales the
+// adapter, as a cluster with thousands of PingSources does: Eventing
+// rewrites every source's status at each change of the adapter's
+// Deployment, and marks them all Deployed Unknown while a replica is
+// unavailable.
+const (
+	scaleSources = 2000
+	scaleTick    = time.Minute
+	// scaleCreators create the sources side by side.
+	scaleCreators = 8
+	// scaleReadyBound is how long Eventing's controller may take to make
+	// every source Ready.
+	scaleReadyBound = 5 * time.Minute
+)
+
+// scaleSource is one of the minute PingSources, to the sink of its
+// namespace.
+func scaleSource(namespace, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sources.knative.dev/v1",
+		"kind":       "PingSource",
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"spec": map[string]any{
+			"schedule": "* * * * *",
+			"data":     fmt.Sprintf(`{"scale":%q}`, name),
+			"sink": map[string]any{
+				"ref": map[string]any{"apiVersion": "serving.knative.dev/v1", "kind": "Service", "name": "e2esink"},
+				"uri": "/scale",
+			},
+		},
+	}}
+}
+
+// createScaleSources creates n minute PingSources in namespace, a few at
+// a time.
+func createScaleSources(ctx context.Context, t *testing.T, namespace string, n int) {
+	t.Helper()
+	started := time.Now()
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range scaleCreators {
+		wg.Go(func() {
+			for name := range names {
+				_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Create(ctx, scaleSource(namespace, name), metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Errorf("creating PingSource %s: %v", name, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		names <- fmt.Sprintf("scale-%04d", i)
+	}
+	close(names)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d PingSources created in %v", n, time.Since(started).Round(time.Second))
+}
+
+// waitScaleReady waits until the n PingSources of namespace are Ready.
+func waitScaleReady(ctx context.Context, t *testing.T, namespace string, n int) {
+	t.Helper()
+	started := time.Now()
+	ready := 0
+	eventually(t, scaleReadyBound, 5*time.Second, func() string { return fmt.Sprintf("%d of %d PingSources Ready", ready, n) }, func() bool {
+		list, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		ready = 0
+		for i := range list.Items {
+			if conditionTrue(&list.Items[i], "Ready") {
+				ready++
+			}
+		}
+		return ready == n
+	})
+	t.Logf("%d PingSources Ready after a wait of %v", n, time.Since(started).Round(time.Second))
+}
+
+// deployedNotTrue counts the PingSources of namespace whose Deployed
+// condition is not True.
+func deployedNotTrue(ctx context.Context, t *testing.T, namespace string) int {
+	t.Helper()
+	list, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range list.Items {
+		if !conditionTrue(&list.Items[i], "Deployed") {
+			n++
+		}
+	}
+	return n
+}
+
+// heldBackPolicy refuses every new Pod of the adapter: a replica the HPA
+// adds cannot start, as one that cannot be scheduled, and the Deployment
+// has an unavailable replica until the policy goes.
+const heldBackPolicy = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-adapter-replica-held-back}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: knative-eventing}}
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+  matchConditions:
+  - name: adapter
+    expression: "has(object.metadata.labels) && object.metadata.labels.exists(k, k == 'sources.knative.dev/role' && object.metadata.labels[k] == 'adapter')"
+  validations:
+  - expression: "false"
+    message: "e2e: this adapter replica is held back"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-adapter-replica-held-back}
+spec:
+  policyName: e2e-adapter-replica-held-back
+  validationActions: [Deny]
+`
+
+// holdBackAdapterPods installs heldBackPolicy, waits until the API server
+// enforces it (a dry-run Pod with the adapter's labels is refused), and
+// returns what removes it (also run at cleanup).
+func holdBackAdapterPods(ctx context.Context, t *testing.T) (release func()) {
+	t.Helper()
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-held-back-", Labels: map[string]string{"sources.knative.dev/role": "adapter"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "dev.local/pause:v1"}}},
+	}
+	refused := func(ctx context.Context) (bool, error) {
+		_, err := cluster.kube.CoreV1().Pods(systemNamespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "held back"), err
+	}
+	var last error
+	apply(ctx, t, "", heldBackPolicy)
+	release = sync.OnceFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, resource := range []string{"validatingadmissionpolicybindings", "validatingadmissionpolicies"} {
+			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource}
+			err := cluster.dynamic.Resource(gvr).Delete(ctx, "e2e-adapter-replica-held-back", metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing the held-back policy: %v", err)
+			}
+		}
+		// Until the API server lets adapter Pods in again.
+		eventually(t, time.Minute, 500*time.Millisecond, func() string { return fmt.Sprintf("the held-back policy still enforced: %v", last) }, func() bool {
+			var held bool
+			held, last = refused(ctx)
+			return !held
+		})
+	})
+	t.Cleanup(release)
+	eventually(t, time.Minute, 500*time.Millisecond, func() string { return fmt.Sprintf("the held-back policy not enforced: %v", last) }, func() bool {
+		var held bool
+		held, last = refused(ctx)
+		return held
+	})
+	return release
+}
+
+// tickCount is what the sink got of one minute tick of the scale sources.
+type tickCount struct {
+	tick          time.Time
+	fired, twice  int
+	p50, p99, max time.Duration // arrival after the tick
+}
+
+// scaleTicks counts the ticks of the scale sources from first to last
+// (minute ticks, both included): per tick, the sources that fired, the
+// events beyond one per source, and how late they arrived.
+func scaleTicks(rs []record, first, last time.Time) []tickCount {
+	type key struct {
+		tick   time.Time
+		source string
+	}
+	seen := map[key]int{}
+	lateness := map[int64][]time.Duration{} // by the tick's Unix time
+	for _, r := range rs {
+		if !strings.Contains(r.Source, "/pingsources/scale-") {
+			continue
+		}
+		tk, err := time.Parse(time.RFC3339Nano, r.EventTime)
+		if err != nil {
+			continue
+		}
+		tk = tk.Truncate(scaleTick)
+		seen[key{tk, r.Source}]++
+		lateness[tk.Unix()] = append(lateness[tk.Unix()], r.Time.Sub(tk))
+	}
+	var out []tickCount
+	for tk := first; !tk.After(last); tk = tk.Add(scaleTick) {
+		c := tickCount{tick: tk}
+		for k, n := range seen {
+			if k.tick.Equal(tk) {
+				c.fired++
+				c.twice += n - 1
+			}
+		}
+		if l := lateness[tk.Unix()]; len(l) > 0 {
+			slices.Sort(l)
+			c.p50, c.p99, c.max = l[len(l)/2], l[len(l)*99/100], l[len(l)-1]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// waitTick waits for the first minute tick after from to fire from every
+// scale source and returns it. Unless complete, a tick still short of
+// some after its bound is only logged: the final check matches each
+// missed tick to the moves of its source's bucket.
+func waitTick(ctx context.Context, t *testing.T, s *sink, from time.Time, complete bool) time.Time {
+	t.Helper()
+	tick := from.Truncate(scaleTick).Add(scaleTick)
+	fired := 0
+	count := func() bool {
+		fired = scaleTicks(s.records(ctx, t), tick, tick)[0].fired
+		return fired >= scaleSources
+	}
+	// The tick itself, then the sends of 2,000 sources and their spread.
+	bound := time.Until(tick) + 45*time.Second
+	if complete {
+		eventually(t, bound, 5*time.Second, func() string {
+			return fmt.Sprintf("tick %v: %d of %d sources fired", tick.Format(time.TimeOnly), fired, scaleSources)
+		}, count)
+	} else {
+		for end := time.Now().Add(bound); time.Now().Before(end) && !count(); {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for the tick of %v: %v", tick.Format(time.TimeOnly), ctx.Err())
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	t.Logf("tick %v: %d of %d sources fired by %v", tick.Format(time.TimeOnly), fired, scaleSources, time.Now().Format(time.TimeOnly))
+	return tick
+}
+
+// stepLog is when each step of a scenario began, to name the ticks.
+type stepLog struct {
+	mu    sync.Mutex
+	at    []time.Time
+	names []string
+}
+
+func newStepLog() *stepLog { return &stepLog{} }
+
+func (l *stepLog) mark(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at, l.names = append(l.at, time.Now()), append(l.names, name)
+}
+
+// during names the last step begun before tick.
+func (l *stepLog) during(tick time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := ""
+	for i, at := range l.at {
+		if !at.After(tick) {
+			name = l.names[i]
+		}
+	}
+	return name
+}
+
+// logTickTable logs counts as a table, each tick with its step.
+func logTickTable(t *testing.T, steps *stepLog, counts []tickCount) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d PingSources, every minute:\n| tick | step | fired | missed | twice | late p50 | p99 | max |\n|---|---|---|---|---|---|---|---|\n", scaleSources)
+	for _, c := range counts {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %v | %v | %v |\n", c.tick.Format(time.TimeOnly), steps.during(c.tick), c.fired,
+			scaleSources-c.fired, c.twice, c.p50.Round(time.Millisecond), c.p99.Round(time.Millisecond), c.max.Round(time.Millisecond))
+	}
+	t.Log(b.String())
+}
+
+// unavailable reports the adapter Deployment's unavailable replicas and
+// whether its ReplicaSet failed to create a Pod.
+func unavailable(ctx context.Context, t *testing.T) (int32, bool) {
+	t.Helper()
+	d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, adapterName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for _, c := range d.Status.Conditions {
+		if c.Type == "ReplicaFailure" && c.Status == "True" {
+			failed = true
+		}
+	}
+	return d.Status.UnavailableReplicas, failed
+}
+
+// nudgeAdapterReplicaSets annotates the adapter's ReplicaSets, so that
+// Kubernetes' ReplicaSet controller, backing off after each refused Pod,
+// tries again at once.
+func nudgeAdapterReplicaSets(ctx context.Context, t *testing.T) {
+	t.Helper()
+	rss, err := cluster.kube.AppsV1().ReplicaSets(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "sources.knative.dev/role=adapter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.event-forwarding.knative.dev/nudged":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	for _, rs := range rss.Items {
+		if _, err := cluster.kube.AppsV1().ReplicaSets(systemNamespace).Patch(ctx, rs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("nudging %s: %v", rs.Name, err)
+		}
+	}
+}
