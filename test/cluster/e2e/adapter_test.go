@@ -108,8 +108,8 @@ spec:
 // than its bucket's moves allow; the minute ticks are logged as a table.
 func TestAdapter(t *testing.T) {
 	t.Parallel() // beside the seed scenario's scale-in: see stages_test.go
-	after(t, upgradeStage, seedLoadStage, heartbeatsStage, oidcStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	after(t, upgradeStage, seedLoadStage, oidcStage)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	// From the start, so that the moves of the install's rollout are known
@@ -117,7 +117,6 @@ func TestAdapter(t *testing.T) {
 	moves := recordMoves(ctx, t, buckets)
 	ns := newNamespace(ctx, t, "ha")
 	s := newSink(ctx, t, ns)
-	setThreshold(ctx, t, "0") // always through the proxy
 	var sources []types.NamespacedName
 	for i := range haSources {
 		name := fmt.Sprintf("ha-%d", i)
@@ -127,17 +126,20 @@ func TestAdapter(t *testing.T) {
 	for _, src := range sources {
 		waitReady(ctx, t, pingSourceGVR, ns, src.Name, 2*time.Minute)
 	}
-	// The controller's first reconcile after an install writes its env into
-	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
-	waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 	// Thousands of sources firing every minute, in their own namespace and
-	// sink (scale_test.go). Eventing takes minutes to make them all Ready:
-	// the steps below begin meanwhile, and the last ones (a replica that
-	// cannot start, the scale-up it holds back, the scale-in) run with
-	// every one of them firing.
+	// sink (scale_test.go), created after the 30 above (Eventing readies
+	// sources in turn) and beside the heartbeats scenario, which does not
+	// mind them, since Eventing takes minutes to make them all Ready. The
+	// last steps below (a replica that cannot start, the scale-up it holds
+	// back, the scale-in) run with every one of them firing.
 	scaleNS := newNamespace(ctx, t, "scale")
 	scaleSink := newSink(ctx, t, scaleNS)
 	createScaleSources(ctx, t, scaleNS, scaleSources)
+	after(t, heartbeatsStage)
+	setThreshold(ctx, t, "0") // always through the proxy
+	// The controller's first reconcile after an install writes its env into
+	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
+	waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 	steps := newStepLog()
 	t.Cleanup(func() {
 		// Back to the installed 2 replicas (restoreHPA has run); ctx is

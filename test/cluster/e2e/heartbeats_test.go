@@ -116,7 +116,7 @@ data:
 func TestHeartbeats(t *testing.T) {
 	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, seedLoadStage)
+	after(t, upgradeStage, seedLoadStage, oidcStage)
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
 	t.Cleanup(func() {

@@ -58,7 +58,7 @@ spec:
 func TestOIDC(t *testing.T) {
 	oidcStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, seedLoadStage, heartbeatsStage)
+	after(t, upgradeStage, seedLoadStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	setFeature(ctx, t, "authentication-oidc", "enabled")

@@ -299,17 +299,26 @@ func (l *stepLog) mark(name string) {
 	l.at, l.names = append(l.at, time.Now()), append(l.names, name)
 }
 
-// during names the last step begun before tick.
+// during names the steps begun since the tick before tick, or else the
+// last step begun before it.
 func (l *stepLog) during(tick time.Time) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	name := ""
+	var since []string
+	last := ""
 	for i, at := range l.at {
-		if !at.After(tick) {
-			name = l.names[i]
+		if at.After(tick) {
+			break
+		}
+		last = l.names[i]
+		if at.After(tick.Add(-scaleTick)) {
+			since = append(since, l.names[i])
 		}
 	}
-	return name
+	if len(since) > 0 {
+		return strings.Join(since, ", ")
+	}
+	return last
 }
 
 // logTickTable logs counts as a table, each tick with its step.

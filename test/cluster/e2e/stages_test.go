@@ -38,7 +38,10 @@ import (
 //  3. The seed scenario's wait for the HPA to scale the proxy back in (its
 //     five minutes of stabilization) beside the scenarios that change
 //     config-event-forwarding or Eventing's features, one after the other:
-//     heartbeats, OIDC, the adapter.
+//     OIDC, heartbeats, the adapter. The adapter scenario creates its
+//     2,000 PingSources once OIDC (which turns on a token per source) is
+//     over, so that Eventing makes them Ready beside the heartbeats
+//     scenario.
 //
 // The memory scenario runs in step 3 too, beside all of them, on a copy
 // of the release's proxy in its own namespace (copyProxy): it waits only
