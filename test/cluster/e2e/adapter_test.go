@@ -338,6 +338,7 @@ func TestAdapter(t *testing.T) {
 		waitTick(ctx, t, scaleSink, time.Now(), true)
 		t.Logf("%d PingSources not Deployed after the tick", deployedNotTrue(ctx, t, scaleNS))
 		release()
+		steps.mark("held-back replica let in")
 		nudgeAdapterReplicaSets(ctx, t)
 		settle(t, n+1, from)
 	})
