@@ -20,22 +20,17 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kle "knative.dev/pkg/leaderelection"
-	"knative.dev/pkg/reconciler"
 
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
-	"knative.dev/event-forwarding-proxy/test/cluster/ticks"
 )
 
 // The adapter's buckets (config/300-pingsource-adapter-settings.yaml: 10
@@ -73,12 +68,23 @@ const (
 	movedFloor = 1
 )
 
+// The HPA's load sources are created early, on a schedule that fires
+// once a year, and switched to every second when the HPA step needs their
+// held sends: Eventing readies sources one after the other, and created at
+// that step they would wait behind the 2,000 scale sources. The adapter
+// reads a source's schedule from its spec, so the switch takes effect
+// without the controller.
+const (
+	hpaIdleSchedule = "0 0 1 1 *"
+	hpaLoadSchedule = "* * * * * *"
+)
+
 const hpaLoadManifest = `
 apiVersion: sources.knative.dev/v1
 kind: PingSource
 metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "* * * * * *"
+  schedule: "` + hpaIdleSchedule + `"
   data: '{"load":"{{NAME}}"}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
@@ -107,7 +113,8 @@ spec:
 // 2,000 every minute, no tick fires twice and no source misses more ticks
 // than its bucket's moves allow; the minute ticks are logged as a table.
 func TestAdapter(t *testing.T) {
-	t.Parallel() // beside the seed scenario's scale-in: see stages_test.go
+	adapterStage.begin(t) // before t.Parallel: see stages_test.go
+	t.Parallel()          // beside the seed scenario's scale-in
 	after(t, upgradeStage, seedLoadStage, oidcStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -123,8 +130,19 @@ func TestAdapter(t *testing.T) {
 		apply(ctx, t, ns, strings.ReplaceAll(haSourceManifest, "{{NAME}}", name))
 		sources = append(sources, types.NamespacedName{Namespace: ns, Name: name})
 	}
+	loadNS := newNamespace(ctx, t, "hpa")
+	newSink(ctx, t, loadNS)
+	var loads []string
+	for i := range hpaLoadSources {
+		name := fmt.Sprintf("load-%d", i)
+		apply(ctx, t, loadNS, strings.ReplaceAll(hpaLoadManifest, "{{NAME}}", name))
+		loads = append(loads, name)
+	}
 	for _, src := range sources {
 		waitReady(ctx, t, pingSourceGVR, ns, src.Name, 2*time.Minute)
+	}
+	for _, name := range loads {
+		waitReady(ctx, t, pingSourceGVR, loadNS, name, 2*time.Minute)
 	}
 	// Thousands of sources firing every minute, in their own namespace and
 	// sink (scale_test.go), created after the 30 above (Eventing readies
@@ -231,17 +249,16 @@ func TestAdapter(t *testing.T) {
 	// sink that holds each call 30 s, 1,200 sends in all, 600 a pod at the
 	// HPA's minimum of 2, above its target (500): the HPA asks for 3. Held
 	// at 1 replica first, then let go. Both switches to the proxy are off:
-	// the sources' threshold is out of reach, the in-flight one is 0.
+	// the sources' threshold is out of reach, the in-flight one is 0. The
+	// load sources, Ready since the start, begin to fire now.
 	hpa := adapterHPA(ctx, t)
 	t.Cleanup(func() { restoreHPA(t, hpa) })
 	setHPABounds(ctx, t, 1, 1)
 	steps.mark("to 1 replica")
 	setThreshold(ctx, t, "100000")
 	setForwardingKey(ctx, t, "event-forwarding-inflight-threshold", "0")
-	loadNS := newNamespace(ctx, t, "hpa")
-	newSink(ctx, t, loadNS)
-	for i := range hpaLoadSources {
-		apply(ctx, t, loadNS, strings.ReplaceAll(hpaLoadManifest, "{{NAME}}", fmt.Sprintf("load-%d", i)))
+	for _, name := range loads {
+		setSchedule(ctx, t, loadNS, name, hpaLoadSchedule)
 	}
 
 	t.Run("from 1 to 3 replicas, by the HPA", func(t *testing.T) {
@@ -379,160 +396,6 @@ const upstreamAdapterImage = "dev.local/eventing-mtping:"
 // adapterAccount is the adapter's service account: Eventing's, since the
 // install changes only the Deployment's image.
 const adapterAccount = "pingsource-mt-adapter"
-
-// adapterHPAName is the async profile's HPA of the adapter.
-const adapterHPAName = "event-forwarding-pingsource-adapter"
-
-func adapterHPA(ctx context.Context, t testing.TB) *autoscalingv2.HorizontalPodAutoscaler {
-	t.Helper()
-	h, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Get(ctx, adapterHPAName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// setHPABounds sets the adapter HPA's replica bounds.
-func setHPABounds(ctx context.Context, t testing.TB, lo, hi int32) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"minReplicas": lo, "maxReplicas": hi}})
-	if _, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Patch(ctx, adapterHPAName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// restoreHPA brings the adapter back to the installed replicas at once (a
-// maximum below the current count applies without the scale-down window)
-// and then the HPA's installed bounds.
-func restoreHPA(t testing.TB, installed *autoscalingv2.HorizontalPodAutoscaler) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	lo := *installed.Spec.MinReplicas
-	setHPABounds(ctx, t, lo, lo)
-	waitAdapter(ctx, t, projectAdapterImage, adapterAccount, lo)
-	setHPABounds(ctx, t, lo, installed.Spec.MaxReplicas)
-}
-
-// bucketHolders maps each bucket's Lease to its holder's pod ("" if
-// none).
-func bucketHolders(ctx context.Context, t testing.TB, buckets []reconciler.Bucket) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, b := range buckets {
-		out[b.Name()] = ""
-		l, err := cluster.kube.CoordinationV1().Leases(systemNamespace).Get(ctx, b.Name(), metav1.GetOptions{})
-		if err == nil && l.Spec.HolderIdentity != nil {
-			out[b.Name()] = podOf(*l.Spec.HolderIdentity)
-		}
-	}
-	return out
-}
-
-// podOf is the pod a Lease holder identity names: the adapter holds
-// Leases as its pod's name and mtping.IdentitySuffix.
-func podOf(holder string) string {
-	return strings.TrimSuffix(holder, mtping.IdentitySuffix)
-}
-
-func bucketCounts(holders map[string]string) map[string]int {
-	counts := map[string]int{}
-	for _, h := range holders {
-		counts[h]++
-	}
-	return counts
-}
-
-// evenShares reports whether every bucket is held by one of pods, each
-// pod holding ⌊B/R⌋ to ⌈B/R⌉ of them.
-func evenShares(holders map[string]string, pods []corev1.Pod) bool {
-	counts := bucketCounts(holders)
-	lo, hi := len(holders)/len(pods), (len(holders)+len(pods)-1)/len(pods)
-	held := 0
-	for _, p := range pods {
-		n := counts[p.Name]
-		if n < lo || n > hi {
-			return false
-		}
-		held += n
-	}
-	return held == len(holders)
-}
-
-// checkTicks checks each PingSource's ticks (every period) since since against the moves
-// of its bucket (moves, by Lease name; ticks.Check): none twice, in each
-// gap no more ticks missed than the moves in or around it allow. It logs
-// each bucket's moves and the ticks missed in all.
-func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler.Bucket, moves map[string][]ticks.Move, period time.Duration) {
-	t.Helper()
-	moved := 0
-	for _, b := range buckets {
-		var ms []string
-		for _, m := range moves[b.Name()] {
-			if m.End.After(since) {
-				ms = append(ms, m.String())
-			}
-		}
-		if len(ms) > 0 {
-			moved++
-			t.Logf("bucket %s moved %d times since %v: %s", b.Name()[strings.LastIndex(b.Name(), ".")+1:], len(ms),
-				since.Format(time.TimeOnly), strings.Join(ms, ", "))
-		}
-	}
-	if moved == 0 {
-		t.Logf("no bucket moved since %v", since.Format(time.TimeOnly))
-	}
-	fired, missed := 0, 0
-	defer func() { t.Logf("since %v: %d ticks fired, %d missed", since.Format(time.TimeOnly), fired, missed) }()
-	for src, tks := range ticksBySource(rs) {
-		var kept []time.Time
-		for _, tk := range tks {
-			if tk.After(since) {
-				kept = append(kept, tk)
-			}
-		}
-		fired += len(kept)
-		key := sourceKey(src)
-		var bucketMoves []ticks.Move
-		for _, b := range buckets {
-			if b.Has(key) {
-				bucketMoves = moves[b.Name()]
-			}
-		}
-		n, violations := ticks.Check(kept, bucketMoves, ticks.Params{Period: period, Margin: moveMargin, MovedFloor: movedFloor})
-		missed += n
-		for _, v := range violations {
-			t.Errorf("%s %v", src, v)
-		}
-	}
-}
-
-// sourceKey is the PingSource of a CloudEvent source
-// (/apis/v1/namespaces/<ns>/pingsources/<name>).
-func sourceKey(source string) types.NamespacedName {
-	_, rest, _ := strings.Cut(source, "/namespaces/")
-	ns, name, _ := strings.Cut(rest, "/pingsources/")
-	return types.NamespacedName{Namespace: ns, Name: name}
-}
-
-// ticksBySource returns, per PingSource, the tick times (Ce-Time) of the
-// events the sink got, sorted.
-func ticksBySource(rs []record) map[string][]time.Time {
-	out := map[string][]time.Time{}
-	for _, r := range rs {
-		if !strings.Contains(r.Source, "/pingsources/") {
-			continue
-		}
-		tk, err := time.Parse(time.RFC3339Nano, r.EventTime)
-		if err != nil {
-			continue
-		}
-		out[r.Source] = append(out[r.Source], tk.Truncate(time.Second))
-	}
-	for _, tks := range out {
-		sort.Slice(tks, func(i, j int) bool { return tks[i].Before(tks[j]) })
-	}
-	return out
-}
 
 // startLine is the adapter's "Starting" log line of pod p.
 func startLine(ctx context.Context, t testing.TB, p corev1.Pod) string {

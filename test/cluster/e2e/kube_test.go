@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -242,4 +243,13 @@ func proxyToken(ctx context.Context, t testing.TB, namespace string) string {
 		t.Fatalf("token for %s/%s: %v", namespace, sa, err)
 	}
 	return tr.Status.Token
+}
+
+// setSchedule changes a PingSource's schedule.
+func setSchedule(ctx context.Context, t testing.TB, namespace, name, schedule string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"schedule": schedule}})
+	if _, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("schedule of %s/%s: %v", namespace, name, err)
+	}
 }

@@ -59,6 +59,7 @@ var (
 	realPathStage   = newStage("the real-path scenario")
 	heartbeatsStage = newStage("the heartbeats scenario")
 	oidcStage       = newStage("the OIDC scenario")
+	adapterStage    = newStage("the adapter scenario")
 )
 
 // stagesDeadline bounds a wait for a stage: longer than any scenario's own
