@@ -50,8 +50,8 @@ profile() {
     cat <<HEADER
 # event-forwarding-proxy $VERSION, $name profile (make release, from config/).
 # Install: kubectl apply -f this file, then patch Knative Eventing's
-# pingsource-mt-adapter Deployment with pingsource-mt-adapter-patch.yaml
-# (docs/install.md). Uninstall after the way back, as docs/install.md says.
+# pingsource-mt-adapter Deployment with pingsource-mt-adapter-patch.yaml,
+# or the KnativeEventing with knativeeventing-patch.yaml (docs/install.md). Uninstall after the way back, as docs/install.md says.
 HEADER
     for f in "$@"; do
       echo "---"
@@ -70,5 +70,8 @@ cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rul
 # The adapter's one change to Eventing's Deployment: its image.
 sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" -e '/^# This folder/,$d' \
   "$ROOT/config/patches/pingsource-mt-adapter.yaml" >"$OUT/pingsource-mt-adapter-patch.yaml"
+# The same, for Eventing managed by the Knative Operator.
+sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
+  "$ROOT/config/patches/knativeeventing.yaml" >"$OUT/knativeeventing-patch.yaml"
 (cd "$OUT" && sha256sum ./*.yaml images/*.tar >SHA256SUMS)
 echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

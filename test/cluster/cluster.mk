@@ -133,8 +133,27 @@ $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar): $(CLUSTER_IMAGES)/%.tar: $(
 	@mkdir -p $(@D)
 	$(IMGTAR) -o $@ -name dev.local/$*:$$(cat $(CLUSTER_BIN)/eventing.version) -entrypoint /$* $<=/$*
 
-cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version
-cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar)
+# The Knative Operator, from its own module (test/cluster/operator), for
+# the Operator flavour (operator.sh): its binary and, where ko would put
+# them (KO_DATA_PATH), the Eventing release manifests of the eventing
+# module the cluster runs (v0.X.Y is Knative 1.(X-27).Y).
+OPERATOR_MOD := test/cluster/operator/go.mod test/cluster/operator/go.sum
+STAMP_operator = $(OPERATOR_MOD) $(STATIC_BUILD_MK)
+$(CLUSTER_BIN)/operator: $(STAMPS)/operator
+	cd test/cluster/operator && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ knative.dev/operator/cmd/operator
+$(CLUSTER_BIN)/operator.version: $(STAMPS)/operator
+	@mkdir -p $(@D)
+	echo $(call modversion,test/cluster/operator,knative.dev/operator) >$@
+$(CLUSTER_IMAGES)/operator.tar: $(CLUSTER_BIN)/operator $(CLUSTER_BIN)/operator.version $(CLUSTER_BIN)/eventing.version $(IMGTAR)
+	@mkdir -p $(@D)
+	set -eu; v=$$(cat $(CLUSTER_BIN)/eventing.version); minor=$${v#v0.}; minor=$${minor%%.*}; \
+	release=1.$$((minor - 27)).$${v##*.}; \
+	kodata=$$(cd test/cluster/operator && $(GO) list -m -f '{{.Dir}}' knative.dev/operator)/cmd/operator/kodata/knative-eventing/$$release; \
+	files=; for f in $$kodata/*.yaml; do files="$$files $$f=/var/run/ko/knative-eventing/$$release/$$(basename $$f)"; done; \
+	$(IMGTAR) -o $@ -name dev.local/operator:$$(cat $<.version) -entrypoint /operator -env KO_DATA_PATH=/var/run/ko $<=/operator $$files
+
+cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version $(CLUSTER_BIN)/operator $(CLUSTER_BIN)/operator.version
+cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar) $(CLUSTER_IMAGES)/operator.tar
 
 # Prometheus: Debian's binary (package prometheus) with the libc it links
 # beside it, and podsd (its pod discovery: Debian's build has no

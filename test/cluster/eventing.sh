@@ -23,10 +23,12 @@ if kc -n knative-eventing get deploy/pingsource-mt-adapter >/dev/null 2>&1; then
 yamls "$D"/100-namespace.yaml "$D"/200-*.yaml "$D"/roles/*.yaml "$D"/configmaps/*.yaml \
   "$SRC/manifests/eventing-images.yaml" \
   "$D"/deployments/{controller,webhook}.yaml ${adapter:+"$adapter"} "$D"/webhooks/*.yaml | kc apply -f - >/dev/null
-# The e2e tests' Eventing upgrade brings a release whose adapter image
-# differs from the one applied here, as a real upgrade's does: the same
-# binary under a second name.
-ctr --address "$CONTAINERD_SOCK" -n k8s.io image tag --force "dev.local/eventing-mtping:$V" "dev.local/eventing-mtping:$V-next" >/dev/null
+# The e2e tests' Eventing upgrades bring a release whose images differ
+# from the ones applied here, as a real upgrade's do: the same binaries
+# under a second name.
+for c in controller webhook mtping; do
+  ctr --address "$CONTAINERD_SOCK" -n k8s.io image tag --force "dev.local/eventing-$c:$V" "dev.local/eventing-$c:$V-next" >/dev/null
+done
 for d in eventing-controller eventing-webhook; do
   kc -n knative-eventing rollout status "deploy/$d" --timeout=180s >/dev/null
 done

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Knative and the project on the cluster up.sh started, in three steps,
 # each running its parts side by side (the node mostly waits on pods):
-# Serving, Eventing and monitoring installed beside the cluster's own
-# smoke check; then their smoke checks; then the project. Idempotent, as
-# each part is.
+# Serving, Eventing, the Knative Operator (stopped) and monitoring installed
+# beside the cluster's own smoke check; then their smoke checks; then the
+# project. Idempotent, as each part is.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -22,6 +22,6 @@ together() {
   [ -z "$failed" ] || { log "failed:$failed"; return 1; }
 }
 
-together serving.sh eventing.sh monitoring.sh "check.sh smoke"
+together serving.sh eventing.sh operator.sh monitoring.sh "check.sh smoke"
 together "check.sh serving-smoke" "check.sh eventing-smoke" "check.sh monitoring-smoke"
 "$SRC/project.sh"

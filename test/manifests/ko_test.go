@@ -67,13 +67,19 @@ func TestKoBuildsEveryImage(t *testing.T) {
 			images[img] = true
 		}
 	}
-	// The adapter's image goes in with the patch (ko resolve, docs/install.md).
-	patch, err := os.ReadFile(filepath.Join(repoRoot, adapterPatchFile))
-	if err != nil {
-		t.Fatal(err)
+	// The adapter's image goes in with a patch (ko resolve, docs/install.md).
+	patches, err := filepath.Glob(filepath.Join(repoRoot, "config/patches/*.yaml"))
+	if err != nil || len(patches) == 0 {
+		t.Fatalf("config/patches: %v %v", patches, err)
 	}
-	for _, img := range koImage.FindAllString(string(patch), -1) {
-		images[img] = true
+	for _, f := range patches {
+		patch, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, img := range koImage.FindAllString(string(patch), -1) {
+			images[img] = true
+		}
 	}
 	if len(images) < 2 {
 		t.Fatalf("ko:// images %v, want the proxy's and the adapter's", images)

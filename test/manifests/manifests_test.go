@@ -92,10 +92,10 @@ func TestLoad(t *testing.T) {
 }
 
 // checkedElsewhere are folders under config/ that operators do not apply
-// with the proxy (files for Prometheus and Grafana; the adapter's patch,
+// with the proxy (files for Prometheus and Grafana; the adapter's patches,
 // which test/manifests checks against Eventing's Deployment in
-// TestAdapterIsUpstreamsButTheImage), each with the test package that
-// checks them.
+// TestAdapterIsUpstreamsButTheImage and the release's checks), each with
+// the test package that checks them.
 var checkedElsewhere = map[string]string{
 	"config/monitoring": "test/monitoring",
 	"config/patches":    "test/manifests",

@@ -95,6 +95,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("adapter patch", func(t *testing.T) { checkAdapterPatch(t, out, digests) })
+	t.Run("KnativeEventing patch", func(t *testing.T) { checkKnativeEventingPatch(t, out, digests) })
 
 	t.Run("adapter image environment", func(t *testing.T) {
 		archive := filepath.Join(out, "images", "event-forwarding-mtping.tar")
@@ -375,7 +376,7 @@ func checkSums(t *testing.T, out string) {
 
 // installBlocks are the blocks of docs/install.md the cluster's tests run
 // (test/cluster/docblock.sh).
-var installBlocks = []string{"install", "forwarding", "rollback", "uninstall"}
+var installBlocks = []string{"install", "operator-install", "forwarding", "rollback", "operator-rollback", "uninstall"}
 
 // checkInstallDoc checks docs/install.md holds each tested block, names
 // only files the release holds, and never deletes with -f.
@@ -449,5 +450,35 @@ func checkAdapterPatch(t *testing.T, out string, digests map[string]string) {
 	}
 	if c := d.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != image {
 		t.Errorf("patched containers %+v, want upstream's one running %s", c, image)
+	}
+}
+
+// checkKnativeEventingPatch checks the release's merge patch of a
+// KnativeEventing: the one registry override the Knative Operator reads
+// as <Deployment>/<container>, naming upstream's adapter Deployment and
+// its container, with the adapter's image by digest.
+func checkKnativeEventingPatch(t *testing.T, out string, digests map[string]string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(out, "knativeeventing-patch.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, _ := adapterDeployment(t)
+	containers := upstream.Spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("upstream's adapter has %d containers", len(containers))
+	}
+	image := releaseRegistry + "/event-forwarding-mtping@" + digests["event-forwarding-mtping"]
+	want := map[string]any{"spec": map[string]any{"registry": map[string]any{"override": map[string]any{
+		upstream.Name + "/" + containers[0].Name: image,
+	}}}}
+	var gotData any
+	if err := yaml.Unmarshal(got, &gotData); err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(gotData)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("the release's KnativeEventing patch:\n got %s\nwant %s", gj, wj)
 	}
 }

@@ -321,6 +321,20 @@ func (l *stepLog) during(tick time.Time) string {
 	return last
 }
 
+// last names the last step begun at or before tick.
+func (l *stepLog) last(tick time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := ""
+	for i, at := range l.at {
+		if at.After(tick) {
+			break
+		}
+		name = l.names[i]
+	}
+	return name
+}
+
 // logTickTable logs counts as a table, each tick with its step.
 func logTickTable(t *testing.T, steps *stepLog, counts []tickCount) {
 	t.Helper()

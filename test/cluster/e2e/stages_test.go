@@ -27,7 +27,8 @@ import (
 // The scenarios share the cluster's one install. Every one is a parallel
 // test, and each waits, at the points where it would disturb another or
 // be disturbed by it, for the stages it must come after. The node mostly
-// waits on pods, so three steps run what they can side by side:
+// waits on pods, so the first three of four steps run what they can side
+// by side:
 //
 //  1. The upgrade scenario (docs/install.md's Eventing upgrade, way back
 //     and uninstall, then the install again), alone on the install.
@@ -42,6 +43,10 @@ import (
 //     2,000 PingSources once OIDC (which turns on a token per source) is
 //     over, so that Eventing makes them Ready beside the heartbeats
 //     scenario.
+//  4. The Operator flavour (TestOperator), alone once the adapter
+//     scenario is over: the Knative Operator takes Eventing over, which
+//     rolls out Eventing's controller and the adapter. Its PingSources
+//     and their sink are made ready in step 3.
 //
 // The memory scenario runs in step 3 too, beside all of them, on a copy
 // of the release's proxy in its own namespace (copyProxy): it waits only

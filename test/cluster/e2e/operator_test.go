@@ -1,0 +1,359 @@
+//go:build cluster
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kle "knative.dev/pkg/leaderelection"
+
+	"knative.dev/event-forwarding-proxy/adapter/mtping"
+)
+
+var knativeEventingGVR = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeeventings"}
+
+// The Operator flavour's KnativeEventing, as an operator adopting the
+// Operator writes it for the Eventing already running: the release the
+// cluster runs (the Knative release of the eventing module, v0.X.Y being
+// 1.(X-27).Y), Eventing's core only, since this cluster builds no channel
+// or broker images, every image from the cluster's own, tagged {{TAG}}
+// (${NAME} is the last part of the release's image name), and no pods
+// for what is not built. The project's adapter image is added by
+// docs/install.md's Operator block, as a key of spec.registry.override.
+const knativeEventingManifest = `
+apiVersion: operator.knative.dev/v1beta1
+kind: KnativeEventing
+metadata: {name: knative-eventing, namespace: knative-eventing}
+spec:
+  version: "{{RELEASE}}"
+  manifests:
+    - URL: /var/run/ko/knative-eventing/${VERSION}/1-eventing-crds.yaml
+    - URL: /var/run/ko/knative-eventing/${VERSION}/2-eventing-core.yaml
+  registry:
+    default: dev.local/eventing-${NAME}:{{TAG}}
+  workloads:
+    - {name: job-sink, replicas: 0}
+    - {name: request-reply, replicas: 0}
+`
+
+const (
+	operatorSources   = 10
+	operatorSchedule  = "*/5 * * * * *"
+	operatorTick      = 5 * time.Second
+	operatorNamespace = "knative-operator"
+	operatorName      = "knative-operator"
+)
+
+const operatorSourceManifest = `
+apiVersion: sources.knative.dev/v1
+kind: PingSource
+metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
+spec:
+  schedule: "` + operatorSchedule + `"
+  data: '{"operator":"{{NAME}}"}'
+  sink:
+    ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
+    uri: /operator
+`
+
+// TestOperator runs the drop-in on Eventing managed by the Knative
+// Operator (test/cluster/operator.sh installs it, stopped): the Operator
+// takes the running Eventing over through a KnativeEventing; a change of
+// the Operator's images (what an Eventing upgrade through it does) puts
+// upstream's adapter image back over a patched Deployment;
+// docs/install.md's Operator block puts the project's image in the
+// KnativeEventing; the Operator's next change of every image leaves the
+// adapter's pods alone; the Operator's way back puts upstream's image
+// back. Ten PingSources fire every 5 s throughout: no tick fires twice,
+// each step's ticks are logged. The Operator runs for this scenario only
+// (stopOperator).
+func TestOperator(t *testing.T) {
+	t.Parallel()
+	// The sources are made ready while the adapter scenario runs: they
+	// only fire, to a sink of their own.
+	after(t, upgradeStage, seedLoadStage)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	ns := newNamespace(ctx, t, "operator")
+	s := newSink(ctx, t, ns)
+	for i := range operatorSources {
+		apply(ctx, t, ns, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
+	}
+	for i := range operatorSources {
+		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("op-%d", i), 2*time.Minute)
+	}
+	after(t, installStage, realPathStage, oidcStage, heartbeatsStage, adapterStage)
+	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
+	moves := recordMoves(ctx, t, buckets)
+	t.Cleanup(func() { stopOperator(t) })
+	scaleOperator(ctx, t, 1)
+	steps := newStepLog()
+	firing := func(t *testing.T, step string) {
+		t.Helper()
+		from := time.Now()
+		eventually(t, 2*time.Minute, time.Second, func() string { return step + ": the PingSources stopped firing" }, func() bool {
+			by := ticksBySource(s.records(ctx, t))
+			for _, tks := range by {
+				if n := len(tks); n < 2 || !tks[n-2].After(from) {
+					return false
+				}
+			}
+			return len(by) == operatorSources
+		})
+	}
+	firing(t, "installed with kubectl")
+	start := time.Now()
+
+	t.Run("the Operator takes Eventing over", func(t *testing.T) {
+		steps.mark("takeover")
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)))
+		waitKnativeEventing(ctx, t)
+		// The Operator merges its manifest three ways, from what was last
+		// applied: the adapter keeps the project's image if kubectl last
+		// applied the image the Operator applies, and gets the Operator's
+		// otherwise (after an Eventing upgrade with kubectl, say). Which
+		// one does not matter here; the next step makes it the Operator's.
+		t.Logf("the adapter runs %s", adapterImage(ctx, t))
+		firing(t, "under the Operator")
+	})
+
+	t.Run("an image change by the Operator undoes a patch", func(t *testing.T) {
+		// What an Eventing upgrade through the Operator does to every
+		// image: here the same binaries under a second tag
+		// (test/cluster/eventing.sh).
+		steps.mark("Operator image change")
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)+"-next"))
+		waitKnativeEventing(ctx, t)
+		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t)+"-next", adapterAccount, 2)
+		firing(t, "upstream's adapter, under the Operator")
+	})
+
+	t.Run("docs/install.md's Operator block", func(t *testing.T) {
+		steps.mark("Operator install")
+		docBlock(t, "operator-install")
+		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
+		waitKnativeEventing(ctx, t)
+		firing(t, "the project's adapter, under the Operator")
+	})
+
+	t.Run("the override survives the Operator's image changes", func(t *testing.T) {
+		before := podNames(adapterPods(ctx, t))
+		from := time.Now()
+		steps.mark("Operator image change back")
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)))
+		waitKnativeEventing(ctx, t)
+		waitDeploymentImage(ctx, t, "eventing-controller", "dev.local/eventing-controller:"+eventingVersion(t))
+		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
+		firing(t, "after the Operator's rollout of Eventing")
+		if after := podNames(adapterPods(ctx, t)); !slices.Equal(after, before) {
+			t.Errorf("the adapter's pods were replaced: %v, then %v", before, after)
+		}
+		live := map[string]bool{}
+		for _, p := range adapterPods(ctx, t) {
+			live[p.Name] = true
+		}
+		checkTicks(t, s.records(ctx, t), from, buckets, moves.byBucket(live), operatorTick)
+	})
+
+	t.Run("the Operator's way back", func(t *testing.T) {
+		steps.mark("Operator way back")
+		docBlock(t, "operator-rollback")
+		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t), adapterAccount, 2)
+		waitKnativeEventing(ctx, t)
+		if _, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(systemNamespace).Get(ctx, adapterHPAName, metav1.GetOptions{}); err == nil {
+			t.Error("the adapter's HPA is still there after the way back")
+		}
+		firing(t, "upstream's adapter, after the way back")
+	})
+
+	steps.mark("end")
+	// Every tick due up to the last one the sink may have got.
+	end := time.Now().Add(-2 * operatorTick).Truncate(operatorTick)
+	counts := operatorStepTicks(s.records(ctx, t), steps, start.Truncate(operatorTick).Add(operatorTick), end)
+	logStepTicks(t, counts)
+	for _, c := range counts {
+		if c.twice > 0 {
+			t.Errorf("%s: %d ticks fired twice", c.step, c.twice)
+		}
+	}
+}
+
+// knativeEventing is the KnativeEventing with every image of Eventing's
+// tagged tag. Applied server-side, it leaves alone the keys others own
+// (docs/install.md's override).
+func knativeEventing(t testing.TB, tag string) string {
+	t.Helper()
+	return strings.NewReplacer("{{RELEASE}}", knativeRelease(t), "{{TAG}}", tag).Replace(knativeEventingManifest)
+}
+
+// adapterImage is the image the adapter's Deployment names.
+func adapterImage(ctx context.Context, t testing.TB) string {
+	t.Helper()
+	d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, adapterName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// waitDeploymentImage waits until Deployment name of Eventing runs image
+// on every replica.
+func waitDeploymentImage(ctx context.Context, t testing.TB, name, image string) {
+	t.Helper()
+	var last string
+	eventually(t, 3*time.Minute, time.Second, func() string { return name + ": " + last }, func() bool {
+		d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("image %s, %d/%d updated and ready", d.Spec.Template.Spec.Containers[0].Image, d.Status.UpdatedReplicas, d.Status.ReadyReplicas)
+		return d.Spec.Template.Spec.Containers[0].Image == image && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
+			d.Status.ReadyReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas
+	})
+}
+
+// knativeRelease is the Knative release of the eventing module the
+// cluster runs: v0.X.Y is 1.(X-27).Y.
+func knativeRelease(t testing.TB) string {
+	t.Helper()
+	var minor, patch int
+	if _, err := fmt.Sscanf(eventingVersion(t), "v0.%d.%d", &minor, &patch); err != nil {
+		t.Fatalf("eventing version %s: %v", eventingVersion(t), err)
+	}
+	return fmt.Sprintf("1.%d.%d", minor-27, patch)
+}
+
+// waitKnativeEventing waits until the Operator has reconciled the
+// KnativeEventing's last change and reports it Ready.
+func waitKnativeEventing(ctx context.Context, t testing.TB) {
+	t.Helper()
+	var last string
+	eventually(t, 5*time.Minute, 2*time.Second, func() string { return "KnativeEventing: " + last }, func() bool {
+		u, err := cluster.dynamic.Resource(knativeEventingGVR).Namespace(systemNamespace).Get(ctx, "knative-eventing", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("generation %d, %v", u.GetGeneration(), u.Object["status"])
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return observed == u.GetGeneration() && conditionTrue(u, "Ready")
+	})
+}
+
+// stopOperator leaves Eventing as the other scenarios and the next run
+// find it: the Operator stopped (its KnativeEventing stays: deleting it
+// would delete Eventing, or through the owner references the Operator
+// set, have the garbage collector do so), then the project installed
+// again with kubectl.
+func stopOperator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	scaleOperator(ctx, t, 0)
+	if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
+		t.Errorf("reinstall: %v\n%s", err, out)
+	}
+}
+
+// scaleOperator sets the Operator's replicas and waits for them.
+func scaleOperator(ctx context.Context, t testing.TB, replicas int32) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
+	deploys := cluster.kube.AppsV1().Deployments(operatorNamespace)
+	if _, err := deploys.Patch(ctx, operatorName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("the Operator's replicas: %v", err)
+	}
+	eventually(t, 2*time.Minute, time.Second, func() string { return fmt.Sprintf("the Operator at %d replicas", replicas) }, func() bool {
+		d, err := deploys.Get(ctx, operatorName, metav1.GetOptions{})
+		return err == nil && d.Status.Replicas == replicas && d.Status.ReadyReplicas == replicas
+	})
+}
+
+// stepCount is what the sink got of the ticks due during one step.
+type stepCount struct {
+	step              string
+	due, fired, twice int
+}
+
+// operatorStepTicks counts the operator sources' ticks from first to last
+// (every operatorTick) by the step they fell in.
+func operatorStepTicks(rs []record, steps *stepLog, first, last time.Time) []stepCount {
+	seen := map[string]map[int64]int{} // by source, then tick (Unix seconds)
+	for _, r := range rs {
+		if !strings.Contains(r.Source, "/pingsources/op-") {
+			continue
+		}
+		tk, err := time.Parse(time.RFC3339Nano, r.EventTime)
+		if err != nil {
+			continue
+		}
+		if seen[r.Source] == nil {
+			seen[r.Source] = map[int64]int{}
+		}
+		seen[r.Source][tk.Truncate(operatorTick).Unix()]++
+	}
+	var out []stepCount
+	for tk := first; !tk.After(last); tk = tk.Add(operatorTick) {
+		name := steps.last(tk)
+		if len(out) == 0 || out[len(out)-1].step != name {
+			out = append(out, stepCount{step: name})
+		}
+		c := &out[len(out)-1]
+		c.due += operatorSources
+		for _, ticks := range seen {
+			if n := ticks[tk.Unix()]; n > 0 {
+				c.fired++
+				c.twice += n - 1
+			}
+		}
+	}
+	return out
+}
+
+func logStepTicks(t *testing.T, counts []stepCount) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d PingSources, every %v:\n| step | due | fired | missed | twice |\n|---|---|---|---|---|\n", operatorSources, operatorTick)
+	for _, c := range counts {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", c.step, c.due, c.fired, c.due-c.fired, c.twice)
+	}
+	t.Log(b.String())
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
