@@ -253,6 +253,16 @@ func TestAdapter(t *testing.T) {
 	// load sources, Ready since the start, begin to fire now.
 	hpa := adapterHPA(ctx, t)
 	t.Cleanup(func() { restoreHPA(t, hpa) })
+	t.Cleanup(func() {
+		// The load gone before the HPA's bounds are restored (cleanups
+		// run last first), or the HPA would scale the adapter out again.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = cluster.dynamic.Resource(pingSourceGVR).Namespace(loadNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := waitSourcesGone(ctx, loadNS); err != nil {
+			t.Logf("the HPA's load sources: %v", err)
+		}
+	})
 	setHPABounds(ctx, t, 1, 1)
 	steps.mark("to 1 replica")
 	setThreshold(ctx, t, "100000")

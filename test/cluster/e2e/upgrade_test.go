@@ -203,7 +203,8 @@ func kubectlApply(t testing.TB, manifest string) {
 }
 
 // waitAdapter waits until the adapter's Deployment runs image (a prefix)
-// as account with replicas ready replicas.
+// as account with replicas ready replicas (0: as many as it asks for,
+// which its HPA sets).
 func waitAdapter(ctx context.Context, t testing.TB, image, account string, replicas int32) {
 	t.Helper()
 	var last string
@@ -216,8 +217,12 @@ func waitAdapter(ctx context.Context, t testing.TB, image, account string, repli
 		c := d.Spec.Template.Spec.Containers[0]
 		last = fmt.Sprintf("image %s, account %s, %d/%d ready, updated %d", c.Image, d.Spec.Template.Spec.ServiceAccountName,
 			d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas)
+		want := replicas
+		if want == 0 {
+			want = max(*d.Spec.Replicas, 1)
+		}
 		return strings.HasPrefix(c.Image, image) && d.Spec.Template.Spec.ServiceAccountName == account &&
-			*d.Spec.Replicas == replicas && d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas &&
-			d.Status.Replicas == replicas && d.Status.AvailableReplicas == replicas
+			*d.Spec.Replicas == want && d.Status.ReadyReplicas == want && d.Status.UpdatedReplicas == want &&
+			d.Status.Replicas == want && d.Status.AvailableReplicas == want
 	})
 }
