@@ -6,8 +6,12 @@
 #   phase.sh run NAME CMD...   run CMD, each output line behind "NAME | ",
 #                              and append NAME, start, end and exit code
 #                              to $PHASES_FILE when it is set
-#   phase.sh table             the table of $PHASES_FILE, ending with the
-#                              line "phases: N passed, N failed"
+#   phase.sh table             for each failed phase the lines that tell
+#                              why, then the table of $PHASES_FILE, ending
+#                              with the line "phases: N passed, N failed"
+#
+# Each phase's output is kept in $PHASES_FILE's folder, as NAME.log: a
+# run that fails ends with why, where a CI log's tail shows it.
 set -euo pipefail
 
 # clock M:SS of a number of seconds.
@@ -18,7 +22,7 @@ run() {
   shift
   start=$(date +%s)
   set +e
-  "$@" 2>&1 | sed -u "s/^/$name | /"
+  "$@" 2>&1 | tee "$(log_of "$name")" | sed -u "s/^/$name | /"
   rc=${PIPESTATUS[0]}
   set -e
   if [ -n "${PHASES_FILE:-}" ]; then
@@ -27,10 +31,41 @@ run() {
   return "$rc"
 }
 
+# log_of NAME: where phase NAME's output is kept.
+log_of() {
+  if [ -n "${PHASES_FILE:-}" ]; then echo "${PHASES_FILE%.*}.$1.log"; else echo /dev/null; fi
+}
+
+# why LOG: the last lines of each failing Go test's output in LOG (go
+# test's output, -v or not; a test whose subtest failed is left to the
+# subtest), or LOG's last lines when no Go test failed in it.
+why() {
+  awk -v keep=8 '
+    { tail[++total % 30] = $0 }
+    /^=== (RUN|CONT|NAME|PAUSE) / { current = $3; next }
+    /^ *--- FAIL: / { if (!($3 in seen)) { seen[$3] = 1; failed[++failures] = $3 }; current = $3; next }
+    /^ *--- (PASS|SKIP): / || /^(FAIL|ok|PASS)([ \t]|$)/ { next }
+    { count[current]++; lines[current, count[current] % keep] = $0 }
+    END {
+      for (i = 1; i <= failures; i++) {
+        name = failed[i]; leaf = 1
+        for (j = 1; j <= failures; j++) if (index(failed[j], name "/") == 1) leaf = 0
+        if (!leaf) continue
+        print "--- FAIL: " name
+        n = count[name]
+        for (k = (n > keep ? n - keep + 1 : 1); k <= n; k++) print lines[name, k % keep]
+      }
+      if (failures == 0) for (k = (total > 30 ? total - 29 : 1); k <= total; k++) print tail[k % 30]
+    }' "$1"
+}
+
 table() {
   local file=${PHASES_FILE:?PHASES_FILE names the phases recorded}
   [ -s "$file" ] || { echo "phases: none recorded in $file"; return 1; }
   local first last passed=0 failed=0 name start end rc result
+  while IFS=$'\t' read -r name start end rc; do
+    [ "$rc" -eq 0 ] || { echo; echo "why $name failed ($(log_of "$name")):"; why "$(log_of "$name")"; }
+  done < <(sort -t$'\t' -k2,2n "$file")
   first=$(cut -f2 "$file" | sort -n | head -n1)
   last=$(cut -f3 "$file" | sort -n | tail -n1)
   echo
