@@ -55,6 +55,10 @@ import (
 	"knative.dev/event-forwarding-proxy/delivery"
 	"knative.dev/event-forwarding-proxy/delivery/trustbundles"
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
+
+	// Roots of its own for https sinks: the release's image holds no CA
+	// files, and Go uses these only when it finds none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {
