@@ -144,13 +144,38 @@ $(CLUSTER_BIN)/operator: $(STAMPS)/operator
 $(CLUSTER_BIN)/operator.version: $(STAMPS)/operator
 	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/operator,knative.dev/operator) >$@
-$(CLUSTER_IMAGES)/operator.tar: $(CLUSTER_BIN)/operator $(CLUSTER_BIN)/operator.version $(CLUSTER_BIN)/eventing.version $(IMGTAR)
+$(CLUSTER_IMAGES)/operator.tar: $(CLUSTER_BIN)/operator $(CLUSTER_BIN)/operator.version $(CLUSTER_BIN)/eventing.version $(CLUSTER_BIN)/eventing-prev.version $(IMGTAR)
 	@mkdir -p $(@D)
-	set -eu; v=$$(cat $(CLUSTER_BIN)/eventing.version); minor=$${v#v0.}; minor=$${minor%%.*}; \
-	release=1.$$((minor - 27)).$${v##*.}; \
-	kodata=$$(cd test/cluster/operator && $(GO) list -m -f '{{.Dir}}' knative.dev/operator)/cmd/operator/kodata/knative-eventing/$$release; \
-	files=; for f in $$kodata/*.yaml; do files="$$files $$f=/var/run/ko/knative-eventing/$$release/$$(basename $$f)"; done; \
+	set -eu; kodata=$$(cd test/cluster/operator && $(GO) list -m -f '{{.Dir}}' knative.dev/operator)/cmd/operator/kodata/knative-eventing; \
+	files=; for v in $$(cat $(CLUSTER_BIN)/eventing.version $(CLUSTER_BIN)/eventing-prev.version); do \
+	  minor=$${v#v0.}; minor=$${minor%%.*}; release=1.$$((minor - 27)).$${v##*.}; \
+	  for f in $$kodata/$$release/*.yaml; do files="$$files $$f=/var/run/ko/knative-eventing/$$release/$$(basename $$f)"; done; \
+	done; \
 	$(IMGTAR) -o $@ -name dev.local/operator:$$(cat $<.version) -entrypoint /operator -env KO_DATA_PATH=/var/run/ko $<=/operator $$files
+
+# The previous Eventing release's controller and webhook, from their own
+# module (test/cluster/eventing-prev), for the Operator-driven Eventing
+# upgrade `make bench-cluster` measures (BenchmarkOperatorUpgrade). Not
+# part of make test or cluster-up: cluster-eventing-prev builds them and
+# imports them into the running node. The Operator's image carries the
+# release's manifests in any case: its version is a line of go.mod.
+EVENTING_PREV_MOD := test/cluster/eventing-prev/go.mod test/cluster/eventing-prev/go.sum
+EVENTING_PREV_CMDS := controller webhook
+EVENTING_PREV_IMAGES := $(CURDIR)/.cache/cluster/images-prev
+STAMP_eventing-prev = $(EVENTING_PREV_MOD) $(STATIC_BUILD_MK)
+$(EVENTING_PREV_CMDS:%=$(CLUSTER_BIN)/eventing-prev-%) &: $(STAMPS)/eventing-prev
+	cd test/cluster/eventing-prev && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $(CLUSTER_BIN)/eventing-prev/ $(EVENTING_PREV_CMDS:%=knative.dev/eventing/cmd/%)
+	for c in $(EVENTING_PREV_CMDS); do mv $(CLUSTER_BIN)/eventing-prev/$$c $(CLUSTER_BIN)/eventing-prev-$$c; done
+$(CLUSTER_BIN)/eventing-prev.version: $(STAMPS)/eventing-prev
+	@mkdir -p $(@D)
+	echo $(call modversion,test/cluster/eventing-prev,knative.dev/eventing) >$@
+$(EVENTING_PREV_CMDS:%=$(EVENTING_PREV_IMAGES)/eventing-%.tar): $(EVENTING_PREV_IMAGES)/eventing-%.tar: $(CLUSTER_BIN)/eventing-prev-% $(CLUSTER_BIN)/eventing-prev.version $(IMGTAR)
+	@mkdir -p $(@D)
+	$(IMGTAR) -o $@ -name dev.local/eventing-$*:$$(cat $(CLUSTER_BIN)/eventing-prev.version) -entrypoint /eventing-$* $<=/eventing-$*
+
+.PHONY: cluster-eventing-prev
+cluster-eventing-prev: $(EVENTING_PREV_CMDS:%=$(EVENTING_PREV_IMAGES)/eventing-%.tar)
+	$(CLUSTER_DIR)/import.sh $^
 
 cluster-eventing-bins: $(EVENTING_CMDS:%=$(CLUSTER_BIN)/eventing-%) $(CLUSTER_BIN)/eventing.version $(CLUSTER_BIN)/operator $(CLUSTER_BIN)/operator.version
 cluster-eventing-images: $(EVENTING_CMDS:%=$(CLUSTER_IMAGES)/eventing-%.tar) $(CLUSTER_IMAGES)/operator.tar
@@ -193,9 +218,10 @@ e2e-scenarios:
 # The cluster's benchmarks (test/cluster/e2e, Benchmark*): an async
 # hand-off through Traefik and queue-proxy, one caller and 32.
 .PHONY: bench-cluster
-bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 40 minutes)
+bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 50 minutes)
+	@$(MAKE) --no-print-directory cluster-eventing-prev
 	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^BenchmarkHandOff$$' -benchtime 2000x -timeout 20m ./test/cluster/e2e/
-	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters)$$' -benchtime 1x -timeout 60m -v ./test/cluster/e2e/
+	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters|OperatorUpgrade)$$' -benchtime 1x -timeout 80m -v ./test/cluster/e2e/
 
 # What `make test` runs, in phases (hack/phase.sh): the build, the
 # start, the scenarios, then cluster-down, unless a cluster was already

@@ -73,6 +73,10 @@ const (
 	operatorName      = "knative-operator"
 )
 
+// operatorTicks are the operator sources' ticks, as checkStepTicks counts
+// them.
+var operatorTicks = tickedSources{name: "/pingsources/op-", sources: operatorSources, every: operatorTick}
+
 const operatorSourceManifest = `
 apiVersion: sources.knative.dev/v1
 kind: PingSource
@@ -103,39 +107,20 @@ func TestOperator(t *testing.T) {
 	after(t, upgradeStage, seedLoadStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	ns := newNamespace(ctx, t, "operator")
-	s := newSink(ctx, t, ns)
-	for i := range operatorSources {
-		apply(ctx, t, ns, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
-	}
-	for i := range operatorSources {
-		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("op-%d", i), 2*time.Minute)
-	}
+	s := newOperatorSources(ctx, t, "operator")
 	after(t, installStage, realPathStage, oidcStage, heartbeatsStage, adapterStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	moves := recordMoves(ctx, t, buckets)
 	t.Cleanup(func() { stopOperator(t) })
 	scaleOperator(ctx, t, 1)
 	steps := newStepLog()
-	firing := func(t *testing.T, step string) {
-		t.Helper()
-		from := time.Now()
-		eventually(t, 2*time.Minute, time.Second, func() string { return step + ": the PingSources stopped firing" }, func() bool {
-			by := ticksBySource(s.records(ctx, t))
-			for _, tks := range by {
-				if n := len(tks); n < 2 || !tks[n-2].After(from) {
-					return false
-				}
-			}
-			return len(by) == operatorSources
-		})
-	}
+	firing := func(t *testing.T, step string) { t.Helper(); operatorSourcesFiring(ctx, t, s, step) }
 	firing(t, "installed with kubectl")
 	start := time.Now()
 
 	t.Run("the Operator takes Eventing over", func(t *testing.T) {
 		steps.mark("takeover")
-		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)))
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t), eventingVersion(t)))
 		waitKnativeEventing(ctx, t)
 		// The Operator merges its manifest three ways, from what was last
 		// applied: the adapter keeps the project's image if kubectl last
@@ -151,7 +136,7 @@ func TestOperator(t *testing.T) {
 		// image: here the same binaries under a second tag
 		// (test/cluster/eventing.sh).
 		steps.mark("Operator image change")
-		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)+"-next"))
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t), eventingVersion(t)+"-next"))
 		waitKnativeEventing(ctx, t)
 		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t)+"-next", adapterAccount, 0)
 		firing(t, "upstream's adapter, under the Operator")
@@ -169,7 +154,7 @@ func TestOperator(t *testing.T) {
 		before := templateHashes(adapterPods(ctx, t))
 		from := time.Now()
 		steps.mark("Operator image change back")
-		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t)))
+		apply(ctx, t, systemNamespace, knativeEventing(t, eventingVersion(t), eventingVersion(t)))
 		waitKnativeEventing(ctx, t)
 		waitDeploymentImage(ctx, t, "eventing-controller", "dev.local/eventing-controller:"+eventingVersion(t))
 		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 0)
@@ -197,24 +182,48 @@ func TestOperator(t *testing.T) {
 		firing(t, "upstream's adapter, after the way back")
 	})
 
-	steps.mark("end")
-	// Every tick due up to the last one the sink may have got.
-	end := time.Now().Add(-2 * operatorTick).Truncate(operatorTick)
-	counts := operatorStepTicks(s.records(ctx, t), steps, start.Truncate(operatorTick).Add(operatorTick), end)
-	logStepTicks(t, counts)
-	for _, c := range counts {
-		if c.twice > 0 {
-			t.Errorf("%s: %d ticks fired twice", c.step, c.twice)
-		}
-	}
+	checkStepTicks(ctx, t, s, operatorTicks, steps, start)
 }
 
-// knativeEventing is the KnativeEventing with every image of Eventing's
-// tagged tag. Applied server-side, it leaves alone the keys others own
-// (docs/install.md's override).
-func knativeEventing(t testing.TB, tag string) string {
+// newOperatorSources makes, in a namespace of its own (prefix), a sink
+// and operatorSources PingSources firing to it, and waits until they are
+// Ready.
+func newOperatorSources(ctx context.Context, t testing.TB, prefix string) *sink {
 	t.Helper()
-	return strings.NewReplacer("{{RELEASE}}", knativeRelease(t), "{{TAG}}", tag).Replace(knativeEventingManifest)
+	ns := newNamespace(ctx, t, prefix)
+	s := newSink(ctx, t, ns)
+	for i := range operatorSources {
+		apply(ctx, t, ns, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
+	}
+	for i := range operatorSources {
+		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("op-%d", i), 2*time.Minute)
+	}
+	return s
+}
+
+// operatorSourcesFiring waits until each of the operator sources has
+// fired twice since the call.
+func operatorSourcesFiring(ctx context.Context, t testing.TB, s *sink, step string) {
+	t.Helper()
+	from := time.Now()
+	eventually(t, 2*time.Minute, time.Second, func() string { return step + ": the PingSources stopped firing" }, func() bool {
+		by := ticksBySource(s.records(ctx, t))
+		for _, tks := range by {
+			if n := len(tks); n < 2 || !tks[n-2].After(from) {
+				return false
+			}
+		}
+		return len(by) == operatorSources
+	})
+}
+
+// knativeEventing is the KnativeEventing of the Knative release of
+// eventing module version, with every image of Eventing's tagged tag.
+// Applied server-side, it leaves alone the keys others own
+// (docs/install.md's override).
+func knativeEventing(t testing.TB, version, tag string) string {
+	t.Helper()
+	return strings.NewReplacer("{{RELEASE}}", knativeRelease(t, version), "{{TAG}}", tag).Replace(knativeEventingManifest)
 }
 
 // adapterImage is the image the adapter's Deployment names.
@@ -244,13 +253,13 @@ func waitDeploymentImage(ctx context.Context, t testing.TB, name, image string) 
 	})
 }
 
-// knativeRelease is the Knative release of the eventing module the
-// cluster runs: v0.X.Y is 1.(X-27).Y.
-func knativeRelease(t testing.TB) string {
+// knativeRelease is the Knative release of an eventing module version:
+// v0.X.Y is 1.(X-27).Y.
+func knativeRelease(t testing.TB, version string) string {
 	t.Helper()
 	var minor, patch int
-	if _, err := fmt.Sscanf(eventingVersion(t), "v0.%d.%d", &minor, &patch); err != nil {
-		t.Fatalf("eventing version %s: %v", eventingVersion(t), err)
+	if _, err := fmt.Sscanf(version, "v0.%d.%d", &minor, &patch); err != nil {
+		t.Fatalf("eventing version %s: %v", version, err)
 	}
 	return fmt.Sprintf("1.%d.%d", minor-27, patch)
 }
@@ -277,7 +286,7 @@ func waitKnativeEventing(ctx context.Context, t testing.TB) {
 // would delete Eventing, or through the owner references the Operator
 // set, have the garbage collector do so), then the project installed
 // again with kubectl.
-func stopOperator(t *testing.T) {
+func stopOperator(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	scaleOperator(ctx, t, 0)
@@ -298,57 +307,6 @@ func scaleOperator(ctx context.Context, t testing.TB, replicas int32) {
 		d, err := deploys.Get(ctx, operatorName, metav1.GetOptions{})
 		return err == nil && d.Status.Replicas == replicas && d.Status.ReadyReplicas == replicas
 	})
-}
-
-// stepCount is what the sink got of the ticks due during one step.
-type stepCount struct {
-	step              string
-	due, fired, twice int
-}
-
-// operatorStepTicks counts the operator sources' ticks from first to last
-// (every operatorTick) by the step they fell in.
-func operatorStepTicks(rs []record, steps *stepLog, first, last time.Time) []stepCount {
-	seen := map[string]map[int64]int{} // by source, then tick (Unix seconds)
-	for _, r := range rs {
-		if !strings.Contains(r.Source, "/pingsources/op-") {
-			continue
-		}
-		tk, err := time.Parse(time.RFC3339Nano, r.EventTime)
-		if err != nil {
-			continue
-		}
-		if seen[r.Source] == nil {
-			seen[r.Source] = map[int64]int{}
-		}
-		seen[r.Source][tk.Truncate(operatorTick).Unix()]++
-	}
-	var out []stepCount
-	for tk := first; !tk.After(last); tk = tk.Add(operatorTick) {
-		name := steps.last(tk)
-		if len(out) == 0 || out[len(out)-1].step != name {
-			out = append(out, stepCount{step: name})
-		}
-		c := &out[len(out)-1]
-		c.due += operatorSources
-		for _, ticks := range seen {
-			if n := ticks[tk.Unix()]; n > 0 {
-				c.fired++
-				c.twice += n - 1
-			}
-		}
-	}
-	return out
-}
-
-func logStepTicks(t *testing.T, counts []stepCount) {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d PingSources, every %v:\n| step | due | fired | missed | twice |\n|---|---|---|---|---|\n", operatorSources, operatorTick)
-	for _, c := range counts {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", c.step, c.due, c.fired, c.due-c.fired, c.twice)
-	}
-	t.Log(b.String())
 }
 
 // templateHashes are the pod templates pods run (their ReplicaSets'

@@ -51,8 +51,9 @@ spec:
 // TestUpgradeRollbackUninstall runs docs/install.md's own blocks for an
 // Eventing upgrade, the way back to upstream's adapter and the uninstall
 // (test/cluster/docblock.sh), checking after each step what the page says
-// happens and that the PingSource keeps firing; then installs the project
-// again.
+// happens and that the PingSource keeps firing, and that none of its
+// ticks fires twice (each step's ticks are logged); then installs the
+// project again.
 func TestUpgradeRollbackUninstall(t *testing.T) {
 	upgradeStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
@@ -76,6 +77,9 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		})
 	}
 	firing(t, "installed")
+	steps := newStepLog()
+	start := time.Now()
+	steps.mark("installed")
 
 	t.Run("Eventing upgrade", func(t *testing.T) {
 		// The next release's YAML names another adapter image (the same
@@ -83,10 +87,12 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		// it in place of the project's, and leaves the replicas to the HPA.
 		next := strings.ReplaceAll(upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml", "configmaps/leader-election.yaml"),
 			upstreamAdapterImage+eventingVersion(t), upstreamAdapterImage+eventingVersion(t)+"-next")
+		steps.mark("Eventing upgrade")
 		kubectlApply(t, next)
 		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t)+"-next", adapterAccount, 2)
 		firing(t, "after the upgrade, upstream's adapter")
 		// What the page says to do next: its install block again.
+		steps.mark("install again")
 		docBlock(t, "install")
 		waitAdapter(ctx, t, projectAdapterImage, adapterAccount, 2)
 		cm, err := cluster.kube.CoreV1().ConfigMaps(systemNamespace).Get(ctx, forwardingCM, metav1.GetOptions{})
@@ -104,6 +110,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		if err := os.WriteFile(core, []byte(upstreamEventing(t, "deployments/pingsource-mt-adapter.yaml")), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		steps.mark("way back")
 		docBlock(t, "rollback", "EVENTING_CORE="+core)
 		// The HPA gone first, the Deployment keeps the replicas it had.
 		waitAdapter(ctx, t, upstreamAdapterImage+eventingVersion(t), adapterAccount, 2)
@@ -115,6 +122,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	})
 
 	t.Run("uninstall", func(t *testing.T) {
+		steps.mark("uninstall")
 		docBlock(t, "uninstall")
 		eventually(t, 2*time.Minute, 2*time.Second, func() string { return "the proxy Service is still there" }, func() bool {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
@@ -128,7 +136,13 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		waitAdapter(ctx, t, upstreamAdapterImage, adapterAccount, 2)
 		firing(t, "after the uninstall")
 	})
+
+	checkStepTicks(ctx, t, s, upgradeTicks, steps, start)
 }
+
+// upgradeTicks are the upgrade source's ticks, as checkStepTicks counts
+// them.
+var upgradeTicks = tickedSources{name: "/pingsources/upgrade", sources: 1, every: 5 * time.Second}
 
 // checkLeaderElectionUntouched checks that Eventing's
 // config-leader-election is as Eventing ships it (its example only): the
@@ -180,7 +194,14 @@ func upstreamEventing(t testing.TB, files ...string) string {
 // eventingVersion is the version of the Eventing images the cluster runs.
 func eventingVersion(t testing.TB) string {
 	t.Helper()
-	version, err := os.ReadFile(filepath.Join(repoRoot, ".cache/cluster/bin/eventing.version"))
+	return builtVersion(t, "eventing")
+}
+
+// builtVersion is the module version cluster.mk built the images of name
+// from (.cache/cluster/bin/NAME.version).
+func builtVersion(t testing.TB, name string) string {
+	t.Helper()
+	version, err := os.ReadFile(filepath.Join(repoRoot, ".cache/cluster/bin", name+".version"))
 	if err != nil {
 		t.Fatal(err)
 	}
