@@ -210,25 +210,61 @@ func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 	}
 }
 
-// testAccess asks the API server each question of tests.
+// rbacSyncBound is how long the API server's RBAC authorizer may take
+// to see roles and bindings just applied: it reads them from informers,
+// which a loaded machine delays.
+const rbacSyncBound = 30 * time.Second
+
+// testAccess asks the API server each question of tests, once its RBAC
+// authorizer answers yes to every question expected to be allowed: until
+// its informers have the roles and bindings just applied, it denies what
+// they grant, so a denial read earlier could hide a grant too wide.
 func testAccess(ctx context.Context, t *testing.T, client kubernetes.Interface, tests []access) {
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:                  tc.user,
-				Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:knative-eventing", "system:authenticated"},
-				ResourceAttributes:    tc.res,
-				NonResourceAttributes: tc.nonRes,
-			}}
-			got, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if !tc.allowed {
+			continue
+		}
+		deadline := time.Now().Add(rbacSyncBound)
+		for {
+			got, err := review(ctx, client, tc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Status.Allowed != tc.allowed {
-				t.Errorf("allowed = %v, want %v (%s)", got.Status.Allowed, tc.allowed, got.Status.Reason)
+			if got.Allowed {
+				break
+			}
+			if time.Now().After(deadline) {
+				break // the subtest below reports it
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := review(ctx, client, tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Allowed != tc.allowed {
+				t.Errorf("allowed = %v, want %v (%s)", got.Allowed, tc.allowed, got.Reason)
 			}
 		})
 	}
+}
+
+// review asks the API server the question of tc.
+func review(ctx context.Context, client kubernetes.Interface, tc access) (authorizationv1.SubjectAccessReviewStatus, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:                  tc.user,
+		Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:knative-eventing", "system:authenticated"},
+		ResourceAttributes:    tc.res,
+		NonResourceAttributes: tc.nonRes,
+	}}
+	got, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return authorizationv1.SubjectAccessReviewStatus{}, err
+	}
+	return got.Status, nil
 }
 
 // testConfigWatcher edits config-event-forwarding through the API server
