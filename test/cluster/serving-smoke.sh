@@ -26,10 +26,17 @@ backend=$(kc -n kc-smoke-serving get svc "$svc" -o jsonpath='{.spec.clusterIP}')
 out=$(retry 60 curl -fsS --max-time 10 -H "Host: $host" -H "Knative-Serving-Namespace: $rev_ns" \
   -H "Knative-Serving-Revision: $rev" "http://$backend/") || fail "Traefik's backend $svc ($backend) does not answer: $out"
 log "host -> Traefik's backend $svc $backend: $out"
+# The KIngress is Ready once Traefik's Knative provider has taken it, a
+# moment before Traefik's router serves it (a 404 meanwhile): the route is
+# waited for, its last answer kept for the failure.
 ip=$(kc -n traefik get svc traefik -o jsonpath='{.spec.clusterIP}')
+hello_via() {
+  local out
+  out=$(curl -sS --max-time 10 -H "Host: $host" "http://$1/" 2>&1) && [[ $out == "hello from hello-"* ]] || { echo "$out"; return 1; }
+  echo "$out"
+}
 for addr in "$ip:80" "$NODE_IP:31080"; do
-  out=$(retry 10 curl -sS --max-time 10 -H "Host: $host" "http://$addr/") || fail "$host via $addr: no answer"
-  [[ $out == "hello from hello-"* ]] || fail "$host via $addr answered: $out"
+  out=$(retry 60 hello_via "$addr") || fail "$host via $addr answered, 60 s on: $out"
   log "host -> Traefik $addr (Host: $host): $out"
 done
 kc delete namespace kc-smoke-serving --wait=false >/dev/null
