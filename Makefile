@@ -61,7 +61,7 @@ test: ## everything CI runs, in two lanes; ends with a table of its phases
 	$(MAKE) --no-print-directory -j2 test-checks cluster-test; rc=$$?; \
 	$(CURDIR)/hack/phase.sh table; exit $$rc
 
-test-start: cluster-deps prometheus-tools bench-haproxy tools $(TOOLS_BIN)/golangci-lint $(TOOLS_BIN)/h2spec
+test-start: cluster-deps prometheus-tools bench-haproxy tools
 
 # The fuzz targets run beside the integration tests, which mostly wait on
 # the processes they start. Lint and fuzz, which assert nothing about time,

@@ -211,17 +211,22 @@ cluster-monitoring-images: $(CLUSTER_IMAGES)/prometheus.tar $(CLUSTER_IMAGES)/pr
 e2e-cluster: cluster-up ## end-to-end scenarios on the one-node cluster
 	@$(MAKE) --no-print-directory e2e-scenarios
 
+# The scenarios' test binary is compiled as vet and the release compile
+# the module (static, -trimpath: hack/static-build.mk), so that a cold
+# make test compiles client-go, Knative's APIs and the rest once.
+E2E_GO_TEST = CGO_ENABLED=0 $(GO) test -trimpath -tags cluster -count=1
+
 # e2e-cluster without cluster-up, for make test's phases.
 e2e-scenarios:
-	$(GO) test -tags cluster -count=1 -timeout 60m -v ./test/cluster/e2e/ 2>&1 | tee $(CURDIR)/.cache/cluster/e2e.log; exit $${PIPESTATUS[0]}
+	$(E2E_GO_TEST) -timeout 60m -v ./test/cluster/e2e/ 2>&1 | tee $(CURDIR)/.cache/cluster/e2e.log; exit $${PIPESTATUS[0]}
 
 # The cluster's benchmarks (test/cluster/e2e, Benchmark*): an async
 # hand-off through Traefik and queue-proxy, one caller and 32.
 .PHONY: bench-cluster
 bench-cluster: cluster-up ## benchmarks on the one-node cluster (about 50 minutes)
 	@$(MAKE) --no-print-directory cluster-eventing-prev
-	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^BenchmarkHandOff$$' -benchtime 2000x -timeout 20m ./test/cluster/e2e/
-	$(GO) test -tags cluster -count=1 -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters|OperatorUpgrade)$$' -benchtime 1x -timeout 80m -v ./test/cluster/e2e/
+	$(E2E_GO_TEST) -run '^$$' -bench '^BenchmarkHandOff$$' -benchtime 2000x -timeout 20m ./test/cluster/e2e/
+	$(E2E_GO_TEST) -run '^$$' -bench '^Benchmark(BurstToPods|SeedAdapters|OperatorUpgrade)$$' -benchtime 1x -timeout 80m -v ./test/cluster/e2e/
 
 # What `make test` runs, in phases (hack/phase.sh): the build, the
 # start, the scenarios, then cluster-down, unless a cluster was already
