@@ -337,7 +337,7 @@ func TestAdapter(t *testing.T) {
 		n := int32(len(adapterPods(ctx, t)))
 		waitScaleReady(ctx, t, scaleNS, scaleSources)
 		steps.mark(fmt.Sprintf("%d replicas", n))
-		firstTick = waitTick(ctx, t, scaleSink, time.Now(), true)
+		firstTick = completeTick(ctx, t, scaleSink)
 		release := holdBackAdapterPods(ctx, t)
 		from := time.Now()
 		setHPABounds(ctx, t, n+1, n+1)

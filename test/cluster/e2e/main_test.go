@@ -72,6 +72,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n(the cluster comes from `make cluster-up`)\n", err)
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	err := ensureInstalled(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }
 

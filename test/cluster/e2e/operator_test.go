@@ -22,8 +22,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -281,18 +279,16 @@ func waitKnativeEventing(ctx context.Context, t testing.TB) {
 	})
 }
 
-// stopOperator leaves Eventing as the other scenarios and the next run
-// find it: the Operator stopped (its KnativeEventing stays: deleting it
-// would delete Eventing, or through the owner references the Operator
-// set, have the garbage collector do so), then the project installed
-// again with kubectl.
+// stopOperator stops the Operator, so that the scenarios of a next run
+// on this cluster find Eventing under kubectl alone. Its KnativeEventing
+// stays: deleting it would delete Eventing, or through the owner
+// references the Operator set, have the garbage collector do so. The
+// project is installed again by that run's start (ensureInstalled), not
+// here: make test tears the cluster down next.
 func stopOperator(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	scaleOperator(ctx, t, 0)
-	if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
-		t.Errorf("reinstall: %v\n%s", err, out)
-	}
 }
 
 // scaleOperator sets the Operator's replicas and waits for them.

@@ -284,6 +284,22 @@ func waitTick(ctx context.Context, t *testing.T, s *sink, from time.Time, comple
 	return tick
 }
 
+// completeTick is the last minute tick that every scale source has
+// fired, or else the next one, once it has: the first tick of a check
+// need not be waited for if one already came.
+func completeTick(ctx context.Context, t *testing.T, s *sink) time.Time {
+	t.Helper()
+	rs := s.records(ctx, t)
+	now := time.Now().Truncate(scaleTick)
+	for tk := now; tk.After(now.Add(-5 * scaleTick)); tk = tk.Add(-scaleTick) {
+		if scaleTicks(rs, tk, tk)[0].fired >= scaleSources {
+			t.Logf("tick %v: all %d sources fired", tk.Format(time.TimeOnly), scaleSources)
+			return tk
+		}
+	}
+	return waitTick(ctx, t, s, time.Now(), true)
+}
+
 // stepLog is when each step of a scenario began, to name the ticks.
 type stepLog struct {
 	mu    sync.Mutex

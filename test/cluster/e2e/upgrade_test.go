@@ -65,8 +65,10 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	waitReady(ctx, t, pingSourceGVR, ns, "upgrade", 2*time.Minute)
 	t.Cleanup(func() {
 		// Whatever happened, leave the project installed for the next run.
-		if out, err := exec.Command(filepath.Join(repoRoot, "test/cluster/project.sh")).CombinedOutput(); err != nil {
-			t.Errorf("reinstall: %v\n%s", err, out)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := runProjectInstall(ctx); err != nil {
+			t.Errorf("reinstall: %v", err)
 		}
 	})
 	firing := func(t *testing.T, step string) {
