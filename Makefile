@@ -64,13 +64,16 @@ test: ## everything CI runs, in two lanes; ends with a table of its phases
 test-start: cluster-deps prometheus-tools bench-haproxy tools
 
 # The fuzz targets run beside the integration tests, which mostly wait on
-# the processes they start. Lint and fuzz, which assert nothing about time,
-# run at a lower CPU priority (nice): the cluster's lane is the longer one,
-# and until its scenarios wait on the HPA the node's control plane needs
-# both cores.
-.PHONY: test-integration-phase test-fuzz-phase
+# the processes they start. What asserts nothing about time runs at the
+# lowest CPU priority (nice 19): lint, fuzz, and the compile of what the
+# unit and integration tests build (test-compile). The cluster's lane is
+# the longer one: on a cold machine it compiles for most of its first
+# half, and until its scenarios wait on the HPA the node's control plane
+# needs both cores; the checks' lane takes what they leave.
+.PHONY: test-integration-phase test-fuzz-phase test-compile
 test-checks:
-	@$(PHASE) lint nice -n 10 $(MAKE) --no-print-directory lint
+	@$(PHASE) lint nice -n 19 $(MAKE) --no-print-directory lint
+	@$(PHASE) compile nice -n 19 $(MAKE) --no-print-directory test-compile
 	@$(PHASE) unit $(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory -j2 test-integration-phase test-fuzz-phase
 
@@ -78,8 +81,16 @@ test-integration-phase:
 	@$(PHASE) integration $(MAKE) --no-print-directory integration
 
 test-fuzz-phase:
-	@$(PHASE) fuzz nice -n 10 $(MAKE) --no-print-directory fuzz-short
+	@$(PHASE) fuzz nice -n 19 $(MAKE) --no-print-directory fuzz-short
 	@$(PHASE) h2spec $(MAKE) --no-print-directory h2spec
+
+# What the unit and integration tests compile, compiled ahead: the
+# packages and their dependencies with the race detector, and the
+# release's arm64 binaries, which TestRelease builds (the cluster's lane
+# builds the amd64 ones). The tests then find them in Go's build cache.
+test-compile:
+	$(GO) build -race ./...
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath ./cmd/proxy ./cmd/mtping
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
 # them (no tools, no processes), with Go's test cache on: a package whose

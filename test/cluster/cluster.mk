@@ -14,7 +14,15 @@ COREDNS_MOD := test/cluster/coredns/go.mod test/cluster/coredns/go.sum
 # Versions named in image tags come from the modules' own pins.
 modversion = $(shell cd $(1) && $(GO) list -m -f '{{.Version}}' $(2))
 
-cluster-build: cluster-deps cluster-bins cluster-images release ## the cluster's binaries and images, and the release, without starting anything
+cluster-build: cluster-deps cluster-bins cluster-images cluster-release ## the cluster's binaries and images, and the release, without starting anything
+
+# The release the cluster installs (release/, as docs/install.md names
+# it), for the node's platform only: the other's binaries would cost a
+# cold build minutes of compiling that the node never runs. TestRelease
+# builds and checks the release of every platform, as make release makes it.
+.PHONY: cluster-release
+cluster-release:
+	@$(MAKE) --no-print-directory release RELEASE_PLATFORMS=linux/$(shell $(GO) env GOARCH)
 
 cluster-up: cluster-build ## a one-node Kubernetes + Knative cluster (.cache/cluster/kubeconfig)
 	@$(MAKE) --no-print-directory cluster-start
