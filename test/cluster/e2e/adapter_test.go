@@ -258,7 +258,7 @@ func TestAdapter(t *testing.T) {
 		// run last first), or the HPA would scale the adapter out again.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_ = cluster.dynamic.Resource(pingSourceGVR).Namespace(loadNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		stopLoad(ctx, t, loadNS)
 		if err := waitSourcesGone(ctx, loadNS); err != nil {
 			t.Logf("the HPA's load sources: %v", err)
 		}
@@ -382,6 +382,9 @@ func TestAdapter(t *testing.T) {
 		if firstTick.IsZero() {
 			t.Fatal("no minute tick was checked: the sources were not all Ready")
 		}
+		// The HPA's load has done its part: its sends, each held 30 s,
+		// drain during the last tick rather than at the cleanup.
+		stopLoad(ctx, t, loadNS)
 		steps.mark("settled")
 		lastTick := waitTick(ctx, t, scaleSink, time.Now(), true)
 		rs := scaleSink.records(ctx, t)
@@ -393,6 +396,15 @@ func TestAdapter(t *testing.T) {
 		}
 		checkTicks(t, rs, firstTick.Add(-time.Second), buckets, moves.byBucket(live), scaleTick)
 	})
+}
+
+// stopLoad deletes the HPA's load sources.
+func stopLoad(ctx context.Context, t *testing.T, namespace string) {
+	t.Helper()
+	err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("deleting the HPA's load sources: %v", err)
+	}
 }
 
 // projectAdapterImage is how the release names this project's adapter
