@@ -20,7 +20,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	kle "knative.dev/pkg/leaderelection"
 
 	"knative.dev/event-forwarding-proxy/adapter/mtping"
@@ -294,15 +292,9 @@ func stopOperator(t testing.TB) {
 // scaleOperator sets the Operator's replicas and waits for them.
 func scaleOperator(ctx context.Context, t testing.TB, replicas int32) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
-	deploys := cluster.kube.AppsV1().Deployments(operatorNamespace)
-	if _, err := deploys.Patch(ctx, operatorName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("the Operator's replicas: %v", err)
+	if err := setOperatorReplicas(ctx, replicas); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, time.Second, func() string { return fmt.Sprintf("the Operator at %d replicas", replicas) }, func() bool {
-		d, err := deploys.Get(ctx, operatorName, metav1.GetOptions{})
-		return err == nil && d.Status.Replicas == replicas && d.Status.ReadyReplicas == replicas
-	})
 }
 
 // templateHashes are the pod templates pods run (their ReplicaSets'

@@ -46,7 +46,7 @@ func ensureInstalled(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("the Operator's Deployment: %w", err)
 	case operator.Spec.Replicas == nil || *operator.Spec.Replicas != 0 || operator.Status.Replicas != 0:
-		if err := stopOperatorPods(ctx); err != nil {
+		if err := setOperatorReplicas(ctx, 0); err != nil {
 			return err
 		}
 	}
@@ -80,22 +80,24 @@ func notInstalled(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// stopOperatorPods scales the Operator to no replicas and waits until
-// its pods are gone.
-func stopOperatorPods(ctx context.Context) error {
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": 0}})
+// setOperatorReplicas sets the Operator's replicas and waits, two
+// minutes at most, until it runs as many, all ready.
+func setOperatorReplicas(ctx context.Context, replicas int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
 	deploys := cluster.kube.AppsV1().Deployments(operatorNamespace)
 	if _, err := deploys.Patch(ctx, operatorName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("stopping the Operator: %w", err)
+		return fmt.Errorf("the Operator's replicas: %w", err)
 	}
 	for {
 		d, err := deploys.Get(ctx, operatorName, metav1.GetOptions{})
-		if err == nil && d.Status.Replicas == 0 {
+		if err == nil && d.Status.Replicas == replicas && d.Status.ReadyReplicas == replicas {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the Operator still runs: %w", ctx.Err())
+			return fmt.Errorf("the Operator not at %d replicas: %w", replicas, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
