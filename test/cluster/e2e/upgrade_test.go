@@ -238,8 +238,9 @@ func waitAdapter(ctx context.Context, t testing.TB, image, account string, repli
 			return false
 		}
 		c := d.Spec.Template.Spec.Containers[0]
-		last = fmt.Sprintf("image %s, account %s, %d/%d ready, updated %d", c.Image, d.Spec.Template.Spec.ServiceAccountName,
-			d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas)
+		last = fmt.Sprintf("image %s, account %s, %d/%d ready, updated %d, available %d, %d pods, generation %d (observed %d)",
+			c.Image, d.Spec.Template.Spec.ServiceAccountName, d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.UpdatedReplicas,
+			d.Status.AvailableReplicas, d.Status.Replicas, d.Generation, d.Status.ObservedGeneration)
 		want := replicas
 		if want == 0 {
 			want = max(*d.Spec.Replicas, 1)
