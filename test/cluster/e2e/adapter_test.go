@@ -115,23 +115,25 @@ spec:
 func TestAdapter(t *testing.T) {
 	adapterStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()          // beside the seed scenario's scale-in
-	after(t, upgradeStage, seedLoadStage, oidcStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
+	ns := newNamespace(ctx, t, "ha")
+	s := newSink(ctx, t, ns)
+	loadNS := newNamespace(ctx, t, "hpa")
+	newSink(ctx, t, loadNS)
+	scaleNS := newNamespace(ctx, t, "scale")
+	scaleSink := newSink(ctx, t, scaleNS)
+	after(t, upgradeStage, seedLoadStage, oidcStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	// From the start, so that the moves of the install's rollout are known
 	// too, should they fall in a window settle checks.
 	moves := recordMoves(ctx, t, buckets)
-	ns := newNamespace(ctx, t, "ha")
-	s := newSink(ctx, t, ns)
 	var sources []types.NamespacedName
 	for i := range haSources {
 		name := fmt.Sprintf("ha-%d", i)
 		apply(ctx, t, ns, strings.ReplaceAll(haSourceManifest, "{{NAME}}", name))
 		sources = append(sources, types.NamespacedName{Namespace: ns, Name: name})
 	}
-	loadNS := newNamespace(ctx, t, "hpa")
-	newSink(ctx, t, loadNS)
 	var loads []string
 	for i := range hpaLoadSources {
 		name := fmt.Sprintf("load-%d", i)
@@ -150,8 +152,6 @@ func TestAdapter(t *testing.T) {
 	// mind them, since Eventing takes minutes to make them all Ready. The
 	// last steps below (a replica that cannot start, the scale-up it holds
 	// back, the scale-in) run with every one of them firing.
-	scaleNS := newNamespace(ctx, t, "scale")
-	scaleSink := newSink(ctx, t, scaleNS)
 	createScaleSources(ctx, t, scaleNS, scaleSources)
 	after(t, heartbeatsStage)
 	setThreshold(ctx, t, "0") // always through the proxy

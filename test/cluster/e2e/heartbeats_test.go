@@ -116,9 +116,10 @@ data:
 func TestHeartbeats(t *testing.T) {
 	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, seedLoadStage, oidcStage)
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
+	s := newSink(ctx, t, ns)
+	after(t, upgradeStage, seedLoadStage, oidcStage)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -130,7 +131,6 @@ func TestHeartbeats(t *testing.T) {
 		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		_ = cluster.kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	s := newSink(ctx, t, ns)
 	apply(ctx, t, ns, heartbeatsManifest)
 	var pod corev1.Pod
 	eventually(t, 2*time.Minute, time.Second, func() string { return "the heartbeats pod is not ready" }, func() bool {

@@ -58,12 +58,12 @@ spec:
 func TestOIDC(t *testing.T) {
 	oidcStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, seedLoadStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	setFeature(ctx, t, "authentication-oidc", "enabled")
 	ns := newNamespace(ctx, t, "oidc")
 	s := newSink(ctx, t, ns)
+	after(t, upgradeStage, seedLoadStage)
+	setFeature(ctx, t, "authentication-oidc", "enabled")
 	setThreshold(ctx, t, "0")
 	apply(ctx, t, ns, oidcSourceManifest)
 	waitReady(ctx, t, pingSourceGVR, ns, "oidc", 2*time.Minute)

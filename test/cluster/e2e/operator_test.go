@@ -98,12 +98,13 @@ spec:
 // (stopOperator).
 func TestOperator(t *testing.T) {
 	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	s := newSink(ctx, t, newNamespace(ctx, t, "operator"))
 	// The sources are made ready while the adapter scenario runs: they
 	// only fire, to a sink of their own.
 	after(t, upgradeStage, seedLoadStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	s := newOperatorSources(ctx, t, "operator")
+	addOperatorSources(ctx, t, s)
 	after(t, installStage, realPathStage, oidcStage, heartbeatsStage, adapterStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	moves := recordMoves(ctx, t, buckets)
@@ -181,20 +182,16 @@ func TestOperator(t *testing.T) {
 	checkStepTicks(ctx, t, s, operatorTicks, steps, start)
 }
 
-// newOperatorSources makes, in a namespace of its own (prefix), a sink
-// and operatorSources PingSources firing to it, and waits until they are
-// Ready.
-func newOperatorSources(ctx context.Context, t testing.TB, prefix string) *sink {
+// addOperatorSources makes operatorSources PingSources firing to s, in
+// its namespace, and waits until they are Ready.
+func addOperatorSources(ctx context.Context, t testing.TB, s *sink) {
 	t.Helper()
-	ns := newNamespace(ctx, t, prefix)
-	s := newSink(ctx, t, ns)
 	for i := range operatorSources {
-		apply(ctx, t, ns, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
+		apply(ctx, t, s.namespace, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
 	}
 	for i := range operatorSources {
-		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("op-%d", i), 2*time.Minute)
+		waitReady(ctx, t, pingSourceGVR, s.namespace, fmt.Sprintf("op-%d", i), 2*time.Minute)
 	}
-	return s
 }
 
 // operatorSourcesFiring waits until each of the operator sources has

@@ -42,7 +42,8 @@ func BenchmarkOperatorUpgrade(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	current, previous := eventingVersion(b), builtVersion(b, "eventing-prev")
-	s := newOperatorSources(ctx, b, "opupgrade")
+	s := newSink(ctx, b, newNamespace(ctx, b, "opupgrade"))
+	addOperatorSources(ctx, b, s)
 	b.Cleanup(func() {
 		// The benchmarks after this one need the project installed again.
 		stopOperator(b)

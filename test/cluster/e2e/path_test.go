@@ -36,11 +36,11 @@ import (
 func TestRealPath(t *testing.T) {
 	realPathStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	ns := newNamespace(ctx, t, "path")
 	s := newSink(ctx, t, ns)
+	after(t, upgradeStage)
 	auth := "Bearer " + proxyToken(ctx, t, ns)
 	n := 0
 	event := func(contentType string) (string, map[string]string) {

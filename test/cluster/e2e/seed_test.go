@@ -76,19 +76,21 @@ spec:
 func TestSeedScenario(t *testing.T) {
 	seedLoadStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	ns := newNamespace(ctx, t, "seed")
+	s := newSink(ctx, t, ns)
+	after(t, upgradeStage)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(context.Background(), t, systemNamespace, "serving.knative.dev/service="+proxyService)
 			dumpLogs(context.Background(), t, systemNamespace, "sources.knative.dev/role=adapter")
 		}
 	})
-	// The load in a subtest of its own, so that its sources, sink and
-	// settings are gone when the adapter's scenario starts.
+	// The load in a subtest of its own, so that its sources and settings
+	// are gone when the adapter's scenario starts.
 	var loadStopped time.Time
-	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t) })
+	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t, s) })
 	seedLoadStage.end()
 	if !loaded {
 		return
@@ -102,11 +104,11 @@ func TestSeedScenario(t *testing.T) {
 	t.Logf("back to %d proxy pods %v after the load stopped", proxyMinScale, time.Since(loadStopped).Round(time.Second))
 }
 
-// seedScenarioLoad runs the seed scenario's load until every event it
-// sent is accounted for, and returns when the load stopped.
-func seedScenarioLoad(ctx context.Context, t *testing.T) time.Time {
-	ns := newNamespace(ctx, t, "seed")
-	s := newSink(ctx, t, ns)
+// seedScenarioLoad runs the seed scenario's load, its sources in s's
+// namespace, until every event it sent is accounted for, and returns when
+// the load stopped.
+func seedScenarioLoad(ctx context.Context, t *testing.T, s *sink) time.Time {
+	ns := s.namespace
 	setThreshold(ctx, t, seedThreshold)
 	adapters := adapterPods(ctx, t)
 	before := quietCounts(ctx, t, adapters)

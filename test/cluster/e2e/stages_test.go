@@ -48,6 +48,10 @@ import (
 //     rolls out Eventing's controller and the adapter. Its PingSources
 //     and their sink are made ready in step 3.
 //
+// Sinks disturb no scenario: each scenario makes its namespaces and sinks
+// ready before it waits for any stage, beside the upgrade scenario, which
+// mostly waits on rollouts and ticks.
+//
 // The memory scenario runs in step 3 too, beside all of them, on a copy
 // of the release's proxy in its own namespace (copyProxy): it waits only
 // so that its pods and calls do not slow the first two steps, which the
