@@ -50,6 +50,16 @@ func setHPABounds(ctx context.Context, t testing.TB, lo, hi int32) {
 	}
 }
 
+// adapterReplicas is the replicas the adapter's Deployment asks for.
+func adapterReplicas(ctx context.Context, t testing.TB) int32 {
+	t.Helper()
+	d, err := cluster.kube.AppsV1().Deployments(systemNamespace).Get(ctx, adapterName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *d.Spec.Replicas
+}
+
 // restoreHPA brings the adapter back to the installed replicas at once (a
 // maximum below the current count applies without the scale-down window)
 // and then the HPA's installed bounds.

@@ -116,10 +116,11 @@ data:
 func TestHeartbeats(t *testing.T) {
 	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
+	after(t, upgradeStage, seedScaleOutStage)
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
 	s := newSink(ctx, t, ns)
-	after(t, upgradeStage, seedLoadStage, oidcStage)
+	after(t, seedLoadStage, oidcStage)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

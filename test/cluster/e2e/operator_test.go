@@ -98,12 +98,12 @@ spec:
 // (stopOperator).
 func TestOperator(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	defer cancel()
-	s := newSink(ctx, t, newNamespace(ctx, t, "operator"))
 	// The sources are made ready while the adapter scenario runs: they
 	// only fire, to a sink of their own.
 	after(t, upgradeStage, seedLoadStage)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	s := newSink(ctx, t, newNamespace(ctx, t, "operator"))
 	addOperatorSources(ctx, t, s)
 	after(t, installStage, realPathStage, oidcStage, heartbeatsStage, adapterStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})

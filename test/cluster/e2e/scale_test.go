@@ -68,32 +68,63 @@ func scaleSource(namespace, name string) *unstructured.Unstructured {
 	}}
 }
 
-// createScaleSources creates n minute PingSources in namespace, a few at
-// a time.
-func createScaleSources(ctx context.Context, t *testing.T, namespace string, n int) {
+// startScaleSources starts creating n minute PingSources in namespace, a
+// few at a time, and returns a wait for the creation to end, which fails
+// the test it is given if any create failed. The test's cleanup waits
+// too, should it end first.
+func startScaleSources(ctx context.Context, t *testing.T, namespace string, n int) (created func(testing.TB)) {
 	t.Helper()
+	var (
+		mu       sync.Mutex
+		failures []string
+		wg       sync.WaitGroup
+	)
 	started := time.Now()
 	names := make(chan string)
-	var wg sync.WaitGroup
 	for range scaleCreators {
 		wg.Go(func() {
 			for name := range names {
 				_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Create(ctx, scaleSource(namespace, name), metav1.CreateOptions{})
 				if err != nil && !apierrors.IsAlreadyExists(err) {
-					t.Errorf("creating PingSource %s: %v", name, err)
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("creating PingSource %s: %v", name, err))
+					mu.Unlock()
 				}
 			}
 		})
 	}
-	for i := range n {
-		names <- fmt.Sprintf("scale-%04d", i)
+	var took time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sent := 0
+	send:
+		for i := range n {
+			select {
+			case names <- fmt.Sprintf("scale-%04d", i):
+				sent++
+			case <-ctx.Done():
+				break send
+			}
+		}
+		close(names)
+		wg.Wait()
+		if sent == n {
+			took = time.Since(started)
+		}
+	}()
+	t.Cleanup(func() { <-done })
+	return func(t testing.TB) {
+		t.Helper()
+		<-done
+		if len(failures) > 0 {
+			t.Fatalf("%d of %d PingSources not created; first: %s", len(failures), n, failures[0])
+		}
+		if took == 0 {
+			t.Fatalf("creating %d PingSources: %v", n, ctx.Err())
+		}
+		t.Logf("%d PingSources created in %v", n, took.Round(time.Second))
 	}
-	close(names)
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	t.Logf("%d PingSources created in %v", n, time.Since(started).Round(time.Second))
 }
 
 // waitScaleReady waits until the n PingSources of namespace are Ready.

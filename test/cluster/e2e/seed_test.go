@@ -75,6 +75,7 @@ spec:
 // every event reaches its sink exactly once.
 func TestSeedScenario(t *testing.T) {
 	seedLoadStage.begin(t) // before t.Parallel: see stages_test.go
+	seedScaleOutStage.begin(t)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -91,6 +92,7 @@ func TestSeedScenario(t *testing.T) {
 	// are gone when the adapter's scenario starts.
 	var loadStopped time.Time
 	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t, s) })
+	seedScaleOutStage.end()
 	seedLoadStage.end()
 	if !loaded {
 		return
@@ -154,6 +156,7 @@ func seedScenarioLoad(ctx context.Context, t *testing.T, s *sink) time.Time {
 	if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	seedScaleOutStage.end()
 
 	// Stop the load; every call the sink holds ends within seedHold.
 	for i := range seedSources {

@@ -41,16 +41,18 @@ import (
 //     config-event-forwarding or Eventing's features, one after the other:
 //     OIDC, heartbeats, the adapter. The adapter scenario creates its
 //     2,000 PingSources once OIDC (which turns on a token per source) is
-//     over, so that Eventing makes them Ready beside the heartbeats
-//     scenario.
+//     over, in the background, so that Eventing makes them Ready beside
+//     the heartbeats scenario and the adapter's own first steps.
 //  4. The Operator flavour (TestOperator), alone once the adapter
 //     scenario is over: the Knative Operator takes Eventing over, which
 //     rolls out Eventing's controller and the adapter. Its PingSources
 //     and their sink are made ready in step 3.
 //
-// Sinks disturb no scenario: each scenario makes its namespaces and sinks
-// ready before it waits for any stage, beside the upgrade scenario, which
-// mostly waits on rollouts and ticks.
+// Sinks disturb no scenario, but a sink's start takes the node's CPU
+// for seconds: the seed and real-path scenarios make theirs ready beside
+// the upgrade scenario, the scenarios of step 3 beside the seed load's
+// drain (seedScaleOutStage): no scenario waits for its sink after the
+// one before it ends.
 //
 // The memory scenario runs in step 3 too, beside all of them, on a copy
 // of the release's proxy in its own namespace (copyProxy): it waits only
@@ -62,13 +64,17 @@ import (
 // returns only once every top-level test has started: a scenario run alone
 // (go test -run) waits for no stage that is not part of the run.
 var (
-	upgradeStage    = newStage("the upgrade scenario")
-	seedLoadStage   = newStage("the seed scenario's load")
-	installStage    = newStage("the install's checks")
-	realPathStage   = newStage("the real-path scenario")
-	heartbeatsStage = newStage("the heartbeats scenario")
-	oidcStage       = newStage("the OIDC scenario")
-	adapterStage    = newStage("the adapter scenario")
+	upgradeStage  = newStage("the upgrade scenario")
+	seedLoadStage = newStage("the seed scenario's load")
+	// seedScaleOutStage ends once the seed load has scaled the proxy out
+	// and a pod holding calls is deleted: the rest of the load is the
+	// calls' drain, which leaves the node's CPU mostly idle.
+	seedScaleOutStage = newStage("the seed scenario's scale-out")
+	installStage      = newStage("the install's checks")
+	realPathStage     = newStage("the real-path scenario")
+	heartbeatsStage   = newStage("the heartbeats scenario")
+	oidcStage         = newStage("the OIDC scenario")
+	adapterStage      = newStage("the adapter scenario")
 )
 
 // stagesDeadline bounds a wait for a stage: longer than any scenario's own
