@@ -68,14 +68,14 @@ const (
 	movedFloor = 1
 )
 
-// The HPA's load sources are created early, on a schedule that fires
-// once a year, and switched to every second when the HPA step needs their
-// held sends: Eventing readies sources one after the other, and created at
-// that step they would wait behind the 2,000 scale sources. The adapter
-// reads a source's schedule from its spec, so the switch takes effect
-// without the controller.
+// The scenario's sources are created early, on a schedule that fires
+// once a year, while the seed scenario's calls drain (no send of theirs
+// may count in its checks), and switched to theirs when a step needs
+// them: Eventing readies sources one after the other, 2,000 of them over
+// minutes. The adapter reads a source's schedule from its spec, so a
+// switch takes effect without the controller.
 const (
-	hpaIdleSchedule = "0 0 1 1 *"
+	idleSchedule    = "0 0 1 1 *"
 	hpaLoadSchedule = "* * * * * *"
 )
 
@@ -84,7 +84,7 @@ apiVersion: sources.knative.dev/v1
 kind: PingSource
 metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "` + hpaIdleSchedule + `"
+  schedule: "` + idleSchedule + `"
   data: '{"load":"{{NAME}}"}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
@@ -96,7 +96,7 @@ apiVersion: sources.knative.dev/v1
 kind: PingSource
 metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "` + haSchedule + `"
+  schedule: "` + idleSchedule + `"
   data: '{"ha":"{{NAME}}"}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
@@ -117,18 +117,14 @@ func TestAdapter(t *testing.T) {
 	t.Parallel()          // beside the seed scenario's scale-in
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
-	after(t, upgradeStage, seedScaleOutStage)
+	// Sinks and idle sources while the seed scenario's calls drain.
+	after(t, upgradeStage, oidcStage, heartbeatsStage, seedScaleOutStage)
 	ns := newNamespace(ctx, t, "ha")
 	s := newSink(ctx, t, ns)
 	loadNS := newNamespace(ctx, t, "hpa")
 	newSink(ctx, t, loadNS)
 	scaleNS := newNamespace(ctx, t, "scale")
 	scaleSink := newSink(ctx, t, scaleNS)
-	after(t, seedLoadStage, oidcStage)
-	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
-	// From the start, so that the moves of the install's rollout are known
-	// too, should they fall in a window settle checks.
-	moves := recordMoves(ctx, t, buckets)
 	var sources []types.NamespacedName
 	for i := range haSources {
 		name := fmt.Sprintf("ha-%d", i)
@@ -141,21 +137,27 @@ func TestAdapter(t *testing.T) {
 		apply(ctx, t, loadNS, strings.ReplaceAll(hpaLoadManifest, "{{NAME}}", name))
 		loads = append(loads, name)
 	}
+	// Thousands of sources firing every minute, in their own namespace and
+	// sink (scale_test.go), created after the 70 above (Eventing readies
+	// sources in turn) and switched to every minute once the seed load is
+	// over, beside the first steps below. The last steps (a replica that
+	// cannot start, the scale-up it holds back, the scale-in) run with
+	// every one of them firing.
+	scaleCreated := startScaleSources(ctx, t, scaleNS, scaleSources)
+	after(t, seedLoadStage)
+	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
+	// From the start, so that the moves of the install's rollout are known
+	// too, should they fall in a window settle checks.
+	moves := recordMoves(ctx, t, buckets)
 	for _, src := range sources {
 		waitReady(ctx, t, pingSourceGVR, ns, src.Name, 2*time.Minute)
+		setSchedule(ctx, t, ns, src.Name, haSchedule)
 	}
 	for _, name := range loads {
 		waitReady(ctx, t, pingSourceGVR, loadNS, name, 2*time.Minute)
 	}
-	// Thousands of sources firing every minute, in their own namespace and
-	// sink (scale_test.go), created after the 30 above (Eventing readies
-	// sources in turn), beside the heartbeats scenario, which does not
-	// mind them, and the first steps below, since Eventing takes minutes
-	// to make them all Ready. The last steps (a replica that cannot start,
-	// the scale-up it holds back, the scale-in) run with every one of them
-	// firing.
-	scaleCreated := startScaleSources(ctx, t, scaleNS, scaleSources)
-	after(t, heartbeatsStage)
+	scaleCreated(t)
+	scaleSwitched := startScaleSchedules(ctx, t, scaleNS, scaleSources)
 	setThreshold(ctx, t, "0") // always through the proxy
 	// The controller's first reconcile after an install writes its env into
 	// the pod template: one rollout (docs/mtping.md). Wait until it is over.
@@ -337,7 +339,7 @@ func TestAdapter(t *testing.T) {
 		// Deployment has an unavailable replica, Eventing marks every
 		// PingSource Deployed Unknown, and the running replicas must fire
 		// them all the same.
-		scaleCreated(t)
+		scaleSwitched(t)
 		waitScaleReady(ctx, t, scaleNS, scaleSources)
 		steps.mark(fmt.Sprintf("%d replicas", len(adapterPods(ctx, t))))
 		firstTick = completeTick(ctx, t, scaleSink)

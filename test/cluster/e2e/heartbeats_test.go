@@ -116,11 +116,11 @@ data:
 func TestHeartbeats(t *testing.T) {
 	heartbeatsStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
-	after(t, upgradeStage, seedScaleOutStage)
+	after(t, upgradeStage) // its sink made beside the OIDC scenario
 	ctx := t.Context()
 	ns := newNamespace(ctx, t, "heartbeats")
 	s := newSink(ctx, t, ns)
-	after(t, seedLoadStage, oidcStage)
+	after(t, oidcStage)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -78,7 +78,7 @@ apiVersion: sources.knative.dev/v1
 kind: PingSource
 metadata: {name: "{{NAME}}", namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "` + operatorSchedule + `"
+  schedule: "{{SCHEDULE}}"
   data: '{"operator":"{{NAME}}"}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
@@ -98,13 +98,18 @@ spec:
 // (stopOperator).
 func TestOperator(t *testing.T) {
 	t.Parallel()
-	// The sources are made ready while the adapter scenario runs: they
-	// only fire, to a sink of their own.
-	after(t, upgradeStage, seedLoadStage)
+	// The sources are made ready, idle, while the seed scenario's calls
+	// drain (as the adapter scenario's, before its 2,000), and fire, to a
+	// sink of their own, once its load is over.
+	after(t, upgradeStage, oidcStage, heartbeatsStage, seedScaleOutStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	s := newSink(ctx, t, newNamespace(ctx, t, "operator"))
-	addOperatorSources(ctx, t, s)
+	addOperatorSources(ctx, t, s, idleSchedule)
+	after(t, seedLoadStage)
+	for i := range operatorSources {
+		setSchedule(ctx, t, s.namespace, fmt.Sprintf("op-%d", i), operatorSchedule)
+	}
 	after(t, installStage, realPathStage, oidcStage, heartbeatsStage, adapterStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	moves := recordMoves(ctx, t, buckets)
@@ -182,15 +187,18 @@ func TestOperator(t *testing.T) {
 	checkStepTicks(ctx, t, s, operatorTicks, steps, start)
 }
 
-// addOperatorSources makes operatorSources PingSources firing to s, in
-// its namespace, and waits until they are Ready.
-func addOperatorSources(ctx context.Context, t testing.TB, s *sink) {
+// addOperatorSources makes operatorSources PingSources on schedule, to
+// s, in its namespace, and waits until they are Ready.
+func addOperatorSources(ctx context.Context, t testing.TB, s *sink, schedule string) {
 	t.Helper()
+	m := strings.ReplaceAll(operatorSourceManifest, "{{SCHEDULE}}", schedule)
 	for i := range operatorSources {
-		apply(ctx, t, s.namespace, strings.ReplaceAll(operatorSourceManifest, "{{NAME}}", fmt.Sprintf("op-%d", i)))
+		apply(ctx, t, s.namespace, strings.ReplaceAll(m, "{{NAME}}", fmt.Sprintf("op-%d", i)))
 	}
 	for i := range operatorSources {
-		waitReady(ctx, t, pingSourceGVR, s.namespace, fmt.Sprintf("op-%d", i), 2*time.Minute)
+		// Eventing readies sources one after the other: these may come
+		// after the adapter scenario's 2,000.
+		waitReady(ctx, t, pingSourceGVR, s.namespace, fmt.Sprintf("op-%d", i), scaleReadyBound)
 	}
 }
 

@@ -43,7 +43,7 @@ func BenchmarkOperatorUpgrade(b *testing.B) {
 	defer cancel()
 	current, previous := eventingVersion(b), builtVersion(b, "eventing-prev")
 	s := newSink(ctx, b, newNamespace(ctx, b, "opupgrade"))
-	addOperatorSources(ctx, b, s)
+	addOperatorSources(ctx, b, s, operatorSchedule)
 	b.Cleanup(func() {
 		// The benchmarks after this one need the project installed again.
 		stopOperator(b)

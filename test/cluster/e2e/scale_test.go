@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,8 +42,9 @@ import (
 // Deployment, and marks them all Deployed Unknown while a replica is
 // unavailable.
 const (
-	scaleSources = 2000
-	scaleTick    = time.Minute
+	scaleSources  = 2000
+	scaleTick     = time.Minute
+	scaleSchedule = "* * * * *"
 	// scaleCreators create the sources side by side.
 	scaleCreators = 8
 	// scaleReadyBound is how long Eventing's controller may take to make
@@ -51,14 +53,14 @@ const (
 )
 
 // scaleSource is one of the minute PingSources, to the sink of its
-// namespace.
+// namespace, created on idleSchedule (startScaleSchedules switches it).
 func scaleSource(namespace, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "sources.knative.dev/v1",
 		"kind":       "PingSource",
 		"metadata":   map[string]any{"name": name, "namespace": namespace},
 		"spec": map[string]any{
-			"schedule": "* * * * *",
+			"schedule": idleSchedule,
 			"data":     fmt.Sprintf(`{"scale":%q}`, name),
 			"sink": map[string]any{
 				"ref": map[string]any{"apiVersion": "serving.knative.dev/v1", "kind": "Service", "name": "e2esink"},
@@ -68,32 +70,58 @@ func scaleSource(namespace, name string) *unstructured.Unstructured {
 	}}
 }
 
-// startScaleSources starts creating n minute PingSources in namespace, a
-// few at a time, and returns a wait for the creation to end, which fails
-// the test it is given if any create failed. The test's cleanup waits
-// too, should it end first.
+// startScaleSources starts creating the n scale sources of namespace on
+// idleSchedule, a few at a time. It returns a wait for the creation to
+// end.
 func startScaleSources(ctx context.Context, t *testing.T, namespace string, n int) (created func(testing.TB)) {
+	t.Helper()
+	return forEachScaleSource(ctx, t, namespace, n, "created", func(ctx context.Context, name string) error {
+		_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Create(ctx, scaleSource(namespace, name), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// startScaleSchedules starts switching the n scale sources of namespace
+// to every minute. The adapter reads a source's schedule from its spec:
+// each fires from the minute after its switch, whatever Eventing's
+// controller has made of it yet. It returns a wait for the switch to end.
+func startScaleSchedules(ctx context.Context, t *testing.T, namespace string, n int) (switched func(testing.TB)) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"schedule": scaleSchedule}})
+	return forEachScaleSource(ctx, t, namespace, n, "switched to every minute", func(ctx context.Context, name string) error {
+		_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// forEachScaleSource calls do for each of the n scale sources' names,
+// scaleCreators at a time, in the background. It returns a wait for the
+// calls to end, which fails the test it is given if any call failed. The
+// test's cleanup waits too, should it end first.
+func forEachScaleSource(ctx context.Context, t *testing.T, namespace string, n int, what string, do func(context.Context, string) error) (wait func(testing.TB)) {
 	t.Helper()
 	var (
 		mu       sync.Mutex
 		failures []string
 		wg       sync.WaitGroup
+		took     time.Duration
 	)
 	started := time.Now()
 	names := make(chan string)
 	for range scaleCreators {
 		wg.Go(func() {
 			for name := range names {
-				_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Create(ctx, scaleSource(namespace, name), metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
+				if err := do(ctx, name); err != nil {
 					mu.Lock()
-					failures = append(failures, fmt.Sprintf("creating PingSource %s: %v", name, err))
+					failures = append(failures, fmt.Sprintf("%s/%s: %v", namespace, name, err))
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	var took time.Duration
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -118,12 +146,12 @@ func startScaleSources(ctx context.Context, t *testing.T, namespace string, n in
 		t.Helper()
 		<-done
 		if len(failures) > 0 {
-			t.Fatalf("%d of %d PingSources not created; first: %s", len(failures), n, failures[0])
+			t.Fatalf("%d of %d PingSources not %s; first: %s", len(failures), n, what, failures[0])
 		}
 		if took == 0 {
-			t.Fatalf("creating %d PingSources: %v", n, ctx.Err())
+			t.Fatalf("%d PingSources not all %s: %v", n, what, ctx.Err())
 		}
-		t.Logf("%d PingSources created in %v", n, took.Round(time.Second))
+		t.Logf("%d PingSources %s in %v", n, what, took.Round(time.Second))
 	}
 }
 

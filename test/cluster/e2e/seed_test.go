@@ -81,7 +81,7 @@ func TestSeedScenario(t *testing.T) {
 	defer cancel()
 	ns := newNamespace(ctx, t, "seed")
 	s := newSink(ctx, t, ns)
-	after(t, upgradeStage)
+	after(t, upgradeStage, oidcStage, heartbeatsStage)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(context.Background(), t, systemNamespace, "serving.knative.dev/service="+proxyService)

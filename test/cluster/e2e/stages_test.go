@@ -32,27 +32,28 @@ import (
 //
 //  1. The upgrade scenario (docs/install.md's Eventing upgrade, way back
 //     and uninstall, then the install again), alone on the install.
-//  2. The seed scenario's load, on the fresh install at min-scale, beside
-//     the install's checks and the real path, which change no setting and
+//  2. The scenarios that change config-event-forwarding or Eventing's
+//     features, one after the other: OIDC (which turns on a token per
+//     source: no other source exists yet), heartbeats, then the seed
+//     scenario's load, on the install at min-scale. Beside them, the
+//     install's checks and the real path, which change no setting and
 //     start no PingSource; the seed scenario deletes its busiest proxy pod
 //     only once they are over.
 //  3. The seed scenario's wait for the HPA to scale the proxy back in (its
-//     five minutes of stabilization) beside the scenarios that change
-//     config-event-forwarding or Eventing's features, one after the other:
-//     OIDC, heartbeats, the adapter. The adapter scenario creates its
-//     2,000 PingSources once OIDC (which turns on a token per source) is
-//     over, in the background, so that Eventing makes them Ready beside
-//     the heartbeats scenario and the adapter's own first steps.
+//     five minutes of stabilization) beside the adapter scenario. Its
+//     sources, the Operator flavour's, and their sinks, are made while
+//     the seed load's calls drain (seedScaleOutStage), on a schedule that
+//     does not fire, and switched to theirs once the load is over: so
+//     Eventing's controller, which readies sources one after the other,
+//     has most of the adapter scenario's 2,000 Ready by its step that
+//     needs them.
 //  4. The Operator flavour (TestOperator), alone once the adapter
 //     scenario is over: the Knative Operator takes Eventing over, which
-//     rolls out Eventing's controller and the adapter. Its PingSources
-//     and their sink are made ready in step 3.
+//     rolls out Eventing's controller and the adapter.
 //
-// Sinks disturb no scenario, but a sink's start takes the node's CPU
-// for seconds: the seed and real-path scenarios make theirs ready beside
-// the upgrade scenario, the scenarios of step 3 beside the seed load's
-// drain (seedScaleOutStage): no scenario waits for its sink after the
-// one before it ends.
+// The seed and real-path scenarios make their sinks beside the upgrade
+// scenario, OIDC and heartbeats theirs beside it and the OIDC scenario:
+// no scenario waits for its sink after the one before it ends.
 //
 // The memory scenario runs in step 3 too, beside all of them, on a copy
 // of the release's proxy in its own namespace (copyProxy): it waits only

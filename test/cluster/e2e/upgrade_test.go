@@ -75,7 +75,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		t.Helper()
 		from := len(s.records(ctx, t))
 		eventually(t, 3*time.Minute, time.Second, func() string { return step + ": the PingSource stopped firing" }, func() bool {
-			return len(s.records(ctx, t)) >= from+3
+			return len(s.records(ctx, t)) >= from+2
 		})
 	}
 	firing(t, "installed")
