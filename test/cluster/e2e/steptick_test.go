@@ -46,9 +46,11 @@ type stepCount struct {
 func checkStepTicks(ctx context.Context, t testing.TB, s *sink, src tickedSources, steps *stepLog, start time.Time) []stepCount {
 	t.Helper()
 	steps.mark("end")
-	// Every tick due up to the last one the sink may have got.
-	end := time.Now().Add(-2 * src.every).Truncate(src.every)
-	counts := stepTicks(s.records(ctx, t), src, steps, start.Truncate(src.every).Add(src.every), end)
+	// Every tick due up to the last one the sink got: the last step's
+	// checks wait for its ticks to arrive.
+	rs := s.records(ctx, t)
+	end := lastTick(rs, src)
+	counts := stepTicks(rs, src, steps, start.Truncate(src.every).Add(src.every), end)
 	logStepTicks(t, src, counts)
 	for _, c := range counts {
 		if c.twice > 0 {
@@ -56,6 +58,20 @@ func checkStepTicks(ctx context.Context, t testing.TB, s *sink, src tickedSource
 		}
 	}
 	return counts
+}
+
+// lastTick is the latest tick of src the sink got.
+func lastTick(rs []record, src tickedSources) time.Time {
+	var last time.Time
+	for _, r := range rs {
+		if !strings.Contains(r.Source, src.name) {
+			continue
+		}
+		if tk, err := time.Parse(time.RFC3339Nano, r.EventTime); err == nil && tk.After(last) {
+			last = tk.Truncate(src.every)
+		}
+	}
+	return last
 }
 
 // stepTicks counts the ticks of src from first to last by the step they
