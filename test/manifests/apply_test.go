@@ -53,7 +53,7 @@ const fieldManager = "event-forwarding-manifests-test"
 func TestAPIServer(t *testing.T) {
 	docs := loadConfig(t)
 	s := apiserver.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	client := kubernetes.NewForConfigOrDie(s.Config)
 
