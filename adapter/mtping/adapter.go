@@ -161,6 +161,14 @@ type Adapter struct {
 	jobs        map[types.NamespacedName]*job
 	entries     map[types.NamespacedName]entry // the jobs this replica fires
 	stopping    bool
+	// handedOver holds, for each bucket this replica stopped firing and
+	// has not led since, through when it fired it (handover.go).
+	handedOver map[string]time.Time
+	// catchUpBound is the longest a released bucket may stay free and
+	// still have its ticks fired late by the next holder: a lease duration.
+	catchUpBound time.Duration
+	// sendCtx is the context of every send; cancelled at the drain deadline.
+	sendCtx context.Context
 
 	sends    sync.WaitGroup
 	inflight atomic.Int64
@@ -185,6 +193,7 @@ func New(p Params) (*Adapter, error) {
 		gateHolders: map[string]string{},
 		jobs:        map[types.NamespacedName]*job{},
 		entries:     map[types.NamespacedName]entry{},
+		handedOver:  map[string]time.Time{},
 	}
 	m, err := newAdapterMetrics(p.MeterProvider, a)
 	if err != nil {
@@ -216,16 +225,18 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.p.Upstream != nil {
 		upstream = *a.p.Upstream
 	}
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
 	a.mu.Lock()
 	a.buckets = Buckets(cc)
 	a.gates = Buckets(upstream)
+	a.catchUpBound = cc.LeaseDuration
+	a.sendCtx = sendCtx
 	a.mu.Unlock()
 	if a.p.HandoverWindow == 0 {
 		a.p.HandoverWindow = time.Duration((standbyPollFactor+1)*float64(cc.RetryPeriod)) + a.p.Spread
 	}
 
-	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSends()
 	informCtx, stopInformer := context.WithCancel(ctx)
 	defer stopInformer()
 	err := a.watchGates(informCtx)
@@ -247,7 +258,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	electCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElection()
 	el := &elector{kc: a.p.Kube, namespace: a.p.Namespace, cc: cc, buckets: a.buckets, gates: a.gates, promote: a.promote, demote: a.demote,
-		handoverWait: a.bucketHandoverWait, log: a.p.Logger}
+		firedThrough: a.firedThrough, handoverWait: a.bucketHandoverWait, log: a.p.Logger}
 	elected := make(chan error, 1)
 	go func() { elected <- el.run(electCtx) }()
 	a.ready.Store(true)
@@ -276,11 +287,12 @@ func (a *Adapter) shutdown(stopElection func(), elected <-chan error, cancelSend
 	}
 	a.mu.Lock()
 	a.stopping = true
+	a.handOverAllLocked()
 	a.mu.Unlock()
-	// No tick starts any more. Ticks the cron already started see stopping
-	// and return; those past that check are counted in sends. (The
-	// context Stop returns waits for every running send: not here, the
-	// leases go first.)
+	// No tick starts any more: those due by now were sent above or by the
+	// cron. Ticks the cron runs from now on see stopping and return; those
+	// past that check are counted in sends. (The context Stop returns
+	// waits for every running send: not here, the leases go first.)
 	a.cron.Stop()
 	stopElection()
 	select {

@@ -97,6 +97,7 @@ func newFixture(t *testing.T, sources int) *fixture {
 	}
 	cc := kle.ComponentConfig{Component: Component, Buckets: 2}
 	a.buckets = Buckets(cc)
+	a.sendCtx = t.Context()
 	f := &fixture{a: a, sender: s, buckets: a.buckets, ctx: t.Context()}
 	for i := range sources {
 		f.upsert(pingSource("tenant", fmt.Sprintf("s%02d", i)))
@@ -158,7 +159,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 			if n := f.sender.lastCount(); n != 20 {
 				t.Errorf("leading no bucket: told %d sources, want 20", n)
 			}
-			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
 			f.a.demote(f.buckets[0], f.ctx)
 			if n := f.sender.lastCount(); n != 20 {
 				t.Errorf("after leading a bucket: told %d sources, want 20", n)
@@ -171,7 +172,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "a promoted bucket fires its sources once per tick",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
 			want := f.inBucket(0)
 			if want == 0 || want == 20 {
 				t.Fatalf("bucket 0 has %d of 20 sources: hashing does not split", want)
@@ -191,8 +192,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "both buckets fire every source",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			if n := f.fireAll(); n != 20 {
 				t.Errorf("sent %d, want 20", n)
 			}
@@ -200,8 +201,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "demotion stops the bucket, even a tick already chosen",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			f.a.mu.Lock()
 			var chosen []func()
 			for _, e := range f.a.entries {
@@ -221,7 +222,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 		run: func(t *testing.T, f *fixture) {
 			old, end := context.WithCancel(f.ctx)
 			end()
-			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
 			f.a.demote(f.buckets[0], old)
 			if f.entries() != f.inBucket(0) {
 				t.Errorf("scheduled %d, want %d", f.entries(), f.inBucket(0))
@@ -232,7 +233,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 		run: func(t *testing.T, f *fixture) {
 			term, end := context.WithCancel(f.ctx)
 			end()
-			f.a.promote(f.buckets[0], term)
+			f.a.promote(f.buckets[0], term, time.Time{})
 			if n := f.fireAll(); n != 0 {
 				t.Errorf("sent %d, want 0", n)
 			}
@@ -240,8 +241,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "an unchanged update keeps the schedule, a change replaces it",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			key := types.NamespacedName{Namespace: "tenant", Name: "s00"}
 			id := f.a.entries[key].id
 			s := pingSource("tenant", "s00")
@@ -259,8 +260,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "deleted and tombstoned sources stop, one no longer Ready fires on",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			notReady := pingSource("tenant", "s00")
 			notReady.Status.MarkNoSink("Gone", "")
 			f.upsert(notReady)
@@ -273,8 +274,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "Deployed Unknown on every source, as while a replica starts: changes and new sources take effect",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			updating := conditions(corev1.ConditionTrue, corev1.ConditionUnknown, corev1.ConditionTrue)
 			moved := pingSource("tenant", "s00", updating, func(s *sourcesv1.PingSource) {
 				s.Status.SinkURI, _ = apis.ParseURL("http://moved.tenant/")
@@ -292,8 +293,8 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "a source never Ready is not scheduled",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
-			f.a.promote(f.buckets[1], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
+			f.a.promote(f.buckets[1], f.ctx, time.Time{})
 			fresh := pingSource("tenant", "new")
 			fresh.Status.MarkNoSink("NotFound", "")
 			f.upsert(fresh)
@@ -307,7 +308,7 @@ func TestAdapterFiresWhatItLeads(t *testing.T) {
 	}, {
 		name: "nothing fires once stopping",
 		run: func(t *testing.T, f *fixture) {
-			f.a.promote(f.buckets[0], f.ctx)
+			f.a.promote(f.buckets[0], f.ctx, time.Time{})
 			f.a.stopping = true
 			if n := f.fireAll(); n != 0 {
 				t.Errorf("sent %d, want 0", n)

@@ -61,8 +61,8 @@ func TestGateOpen(t *testing.T) {
 func TestUpstreamFiresTheSourcesOfItsGates(t *testing.T) {
 	f := newFixture(t, 30)
 	f.a.gates = Buckets(kle.ComponentConfig{Component: Component, Buckets: 3})
-	f.a.promote(f.buckets[0], f.ctx)
-	f.a.promote(f.buckets[1], f.ctx)
+	f.a.promote(f.buckets[0], f.ctx, time.Time{})
+	f.a.promote(f.buckets[1], f.ctx, time.Time{})
 	inGate := func(i int) int {
 		n := 0
 		for key := range f.a.jobs {

@@ -195,9 +195,11 @@ func newEvent(src *sourcesv1.PingSource, spec jobSpec, ext map[string]string) (e
 	return e, nil
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// deref is *p, or T's zero value when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
-	return *s
+	return *p
 }

@@ -83,10 +83,15 @@ type elector struct {
 	// gates are upstream's buckets (gate.go): every replica stands for
 	// each, unbalanced, but for one that is also a bucket of cc.
 	gates []reconciler.Bucket
-	// promote is called when a term starts; demote when it ends, with the
-	// same context (done by then), or before, when the bucket is given up.
-	promote func(b reconciler.Bucket, term context.Context)
+	// promote is called when a term starts, with the fired-through mark
+	// of the release it follows (zero if none); demote when it ends, with
+	// the same context (done by then), or before, when the bucket is given
+	// up.
+	promote func(b reconciler.Bucket, term context.Context, firedThrough time.Time)
 	demote  func(b reconciler.Bucket, term context.Context)
+	// firedThrough says through when this replica fired b's sources, once
+	// it has stopped firing them (HandoverAnnotation).
+	firedThrough func(b reconciler.Bucket) (time.Time, bool)
 	// handoverWait is how long to wait before giving up b, so that a tick
 	// due meanwhile fires here rather than in the gap before another
 	// replica takes b. If nil, no wait.
@@ -106,11 +111,8 @@ func (e *elector) run(ctx context.Context) error {
 	bal := newBalancer(e.cc.Identity, names, e.cc.LeaseDuration, e.cc.RetryPeriod, time.Now)
 	les := make([]*leaderelection.LeaderElector, 0, len(e.buckets))
 	for _, b := range e.buckets {
-		lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.namespace, b.Name(),
-			e.kc.CoreV1(), e.kc.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.cc.Identity})
-		if err != nil {
-			return err
-		}
+		lock := &handoverLock{client: e.kc.CoordinationV1(), namespace: e.namespace, name: b.Name(), identity: e.cc.Identity,
+			firedThrough: func() (time.Time, bool) { return e.firedThrough(b) }}
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:          &gatedLock{Interface: lock, name: b.Name(), bal: bal},
 			LeaseDuration: e.cc.LeaseDuration,
@@ -121,7 +123,7 @@ func (e *elector) run(ctx context.Context) error {
 				// term does (after the lease is renewed no more).
 				OnStartedLeading: func(term context.Context) {
 					bal.started(b.Name(), term)
-					e.promote(b, term)
+					e.promote(b, term, lock.takeInherited())
 					<-term.Done()
 					e.demote(b, term)
 				},

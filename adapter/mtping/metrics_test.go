@@ -53,7 +53,7 @@ func TestTickLatenessCountsFromTheDueSecond(t *testing.T) {
 	a.buckets = Buckets(kle.ComponentConfig{Component: Component, Buckets: 1})
 	f := &fixture{a: a, sender: sender, buckets: a.buckets, ctx: t.Context()}
 	f.upsert(pingSource("tenant", "minutely", func(s *sourcesv1.PingSource) { s.Spec.Schedule = "* * * * *" }))
-	a.promote(a.buckets[0], f.ctx) // due at 10:01:00
+	a.promote(a.buckets[0], f.ctx, time.Time{}) // due at 10:01:00
 
 	set(time.Date(2026, 3, 1, 10, 1, 1, 300e6, time.UTC))
 	if n := f.fireAll(); n != 1 {

@@ -104,13 +104,25 @@ func (a *Adapter) forget(obj any) {
 }
 
 // promote starts a term of leadership of b: its sources start firing.
-func (a *Adapter) promote(b reconciler.Bucket, term context.Context) {
+// After a graceful hand-over (firedThrough set) it first fires the ticks
+// due since the last holder stopped, which no replica fired meanwhile.
+func (a *Adapter) promote(b reconciler.Bucket, term context.Context, firedThrough time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if term.Err() != nil {
 		return // the term ended before it started here
 	}
+	if a.stopping {
+		// Taken while this replica stops: it fires nothing and passes the
+		// mark it inherited on to the next holder.
+		if !firedThrough.IsZero() {
+			a.handedOver[b.Name()] = firedThrough
+		}
+		return
+	}
 	a.terms[b.Name()] = term //nolint:fatcontext // kept per bucket until its term ends, not derived again
+	delete(a.handedOver, b.Name())
+	caught := a.catchUpLocked(b, firedThrough)
 	n := 0
 	for key, j := range a.jobs {
 		if b.Has(key) {
@@ -118,15 +130,20 @@ func (a *Adapter) promote(b reconciler.Bucket, term context.Context) {
 			n++
 		}
 	}
-	a.p.Logger.Infow("Leading a bucket", zap.String("lease", b.Name()), zap.Int("sources", n))
+	a.p.Logger.Infow("Leading a bucket", zap.String("lease", b.Name()), zap.Int("sources", n), zap.Int("caughtUp", caught))
 }
 
-// demote ends a term of leadership of b: its sources stop firing.
+// demote ends a term of leadership of b: its sources stop firing. Every
+// tick due by then fires here (handOverLocked), so that the next holder
+// can take over from that instant.
 func (a *Adapter) demote(b reconciler.Bucket, term context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.terms[b.Name()] != term {
 		return // a later term has begun, or this one never did
+	}
+	if !a.stopping { // shutdown handed every bucket over already
+		a.handOverLocked(b, a.p.Now())
 	}
 	delete(a.terms, b.Name())
 	for key := range a.entries {
@@ -190,10 +207,11 @@ func (a *Adapter) dueOf(j *job) time.Time {
 // fire is one tick of j: a fresh event (new id, time now) sent to its
 // sink, unless j was replaced, its bucket lost or the adapter is stopping
 // since the cron chose to run it, or upstream's adapter fires it (its
-// gate is held there).
+// gate is held there). The tick is claimed (dueOf) under the lock that
+// handOverLocked claims under, so that each fires once.
 func (a *Adapter) fire(ctx context.Context, j *job) {
-	due := a.dueOf(j)
 	a.mu.Lock()
+	due := a.dueOf(j)
 	e, ok := a.entries[j.key]
 	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) || !a.gateOpenLocked(j.key) {
 		a.mu.Unlock()
@@ -201,6 +219,12 @@ func (a *Adapter) fire(ctx context.Context, j *job) {
 	}
 	a.sends.Add(1)
 	a.mu.Unlock()
+	a.send(ctx, j, due, time.Time{})
+}
+
+// send sends the tick of j due at due, for which sends.Add(1) was called.
+// The event's time is at, or the moment it is sent when at is zero.
+func (a *Adapter) send(ctx context.Context, j *job, due, at time.Time) {
 	defer a.sends.Done()
 	a.inflight.Add(1)
 	defer a.inflight.Add(-1)
@@ -216,7 +240,10 @@ func (a *Adapter) fire(ctx context.Context, j *job) {
 	}
 	ev := j.event.Clone()
 	ev.SetID(uuid.NewString())
-	ev.SetTime(a.p.Now())
+	if at.IsZero() {
+		at = a.p.Now()
+	}
+	ev.SetTime(at)
 	a.metrics.late(ctx, a.p.Now().Sub(due))
 	// The sender logs what it could not deliver.
 	_, _ = a.p.Sender.Send(ctx, j.target, ev)

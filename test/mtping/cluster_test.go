@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -193,6 +194,31 @@ func (c *cluster) leaseHolders(t *testing.T) map[string]string {
 		holders[l.Name] = replicaOf(l.Spec.HolderIdentity)
 	}
 	return holders
+}
+
+// firedThrough returns the mark of the one bucket Lease, which must be
+// free: through when its last holder fired it.
+func (c *cluster) firedThrough(t *testing.T) time.Time {
+	t.Helper()
+	holders := c.leaseHolders(t)
+	if len(holders) != 1 {
+		t.Fatalf("bucket Leases: %v, want one", holders)
+	}
+	for name, holder := range holders {
+		if holder != "" {
+			t.Fatalf("%s is held by %s, want it released", name, holder)
+		}
+		l, err := c.kube.CoordinationV1().Leases(systemNamespace).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mark, ok := adapter.FiredThrough(l)
+		if !ok {
+			t.Fatalf("%s released without a hand-over mark: %v", name, l.Annotations)
+		}
+		return mark
+	}
+	return time.Time{}
 }
 
 // replicaOf is the replica a Lease's holder identity names: its POD_NAME,

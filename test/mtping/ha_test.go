@@ -21,6 +21,7 @@ package mtping
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"syscall"
 	"testing"
@@ -162,3 +163,82 @@ func checkGaps(t *testing.T, what string, sk *sink, sources []string, from, at t
 	t.Logf("%s: %d sources, %d duplicates, %d missing ticks in all (at most %d per source allowed), longest interval %v",
 		what, len(sources), dups, missing, allowed, longest.Round(10*time.Millisecond))
 }
+
+// TestLateStandbyCatchesUp stops the leader of the only bucket gracefully
+// while the standby is frozen (SIGSTOP) until a tick has passed with the
+// Lease free: thawed, the standby takes the Lease and fires that tick
+// late, from the mark the leader left on it, so that no tick is lost.
+func TestLateStandbyCatchesUp(t *testing.T) {
+	const lease = 10 * time.Second // the catch-up bound: far beyond the gap
+	c := newCluster(t, map[string]string{
+		"buckets": "1", "lease-duration": lease.String(), "renew-deadline": "8s", "retry-period": retryPeriod.String(),
+	}, "tenant")
+	sk := newSink(t)
+	var sources []string
+	for i := range 3 {
+		name := fmt.Sprintf("late-%d", i)
+		sources = append(sources, name)
+		c.createSource(t, "tenant", name, sourcesv1.PingSourceSpec{Schedule: "*/2 * * * * *", Data: name}, sk.url(name), sourceStatus{})
+	}
+	procs := map[string]*proc{}
+	for _, name := range []string{"adapter-a", "adapter-b"} {
+		procs[name] = startAdapter(t, c, name)
+	}
+	var leader string
+	eventually(t, 15*time.Second, "the bucket is held", func() bool {
+		for _, holder := range c.leaseHolders(t) {
+			leader = holder
+		}
+		return leader != ""
+	})
+	standby := "adapter-a"
+	if leader == standby {
+		standby = "adapter-b"
+	}
+	before := time.Now()
+	eventually(t, 15*time.Second, "every source fired twice", func() bool {
+		for _, s := range sources {
+			if len(sk.got(s, before)) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	procs[standby].signal(syscall.SIGSTOP)
+	procs[leader].signal(syscall.SIGTERM)
+	stopped := time.Now()
+	if err := procs[leader].wait(10 * time.Second); err != nil {
+		t.Errorf("%s after SIGTERM: %v", leader, err)
+	}
+	mark := c.firedThrough(t)
+	// Thawed once the first tick after the mark is 700 ms past: that tick
+	// fell while no replica held the Lease.
+	thaw := mark.Truncate(tick).Add(tick + 700*time.Millisecond)
+	time.Sleep(time.Until(thaw))
+	procs[standby].signal(syscall.SIGCONT)
+	eventually(t, 2*handoverBound, standby+" holds the bucket", func() bool {
+		for _, holder := range c.leaseHolders(t) {
+			return holder == standby
+		}
+		return false
+	})
+	t.Logf("%s released the bucket with the mark %s, %v after SIGTERM; %s thawed %v after the mark",
+		leader, mark.Format(time.RFC3339Nano), mark.Sub(stopped).Round(10*time.Millisecond), standby, time.Since(mark).Round(10*time.Millisecond))
+	eventually(t, 10*time.Second, "every source fired twice after the thaw", func() bool {
+		for _, s := range sources {
+			if len(sk.got(s, thaw)) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	checkGaps(t, "late standby", sk, sources, before, stopped, 0)
+	if m := caughtUp.FindStringSubmatch(procs[standby].logs.String()); m == nil {
+		t.Errorf("%s never logged a caught-up tick:\n%s", standby, procs[standby].logs.String())
+	}
+}
+
+// caughtUp matches the log line of a promotion that fired ticks due while
+// the bucket was free.
+var caughtUp = regexp.MustCompile(`"msg":"Leading a bucket".*"caughtUp":([1-9][0-9]*)`)
