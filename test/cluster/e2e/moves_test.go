@@ -31,12 +31,8 @@ import (
 )
 
 // moveSample is how often the bucket Leases are read: one List of the
-// namespace's few Leases, well within a hand-over's seconds. A stop's
-// releases show within a few samples of each other: moveStopWithin.
-const (
-	moveSample     = 200 * time.Millisecond
-	moveStopWithin = time.Second
-)
+// namespace's few Leases, well within a hand-over's seconds.
+const moveSample = 200 * time.Millisecond
 
 // moveRecorder keeps the bucket Leases' changes of holder from its start
 // until its test ends.
@@ -47,15 +43,14 @@ type moveRecorder struct {
 }
 
 // recordMoves samples the buckets' Leases every moveSample until t ends;
-// a failed sample is skipped. The adapter's pods leave the scenarios only
-// by a scale-in or a delete, both graceful (ticks.History.Moves).
+// a failed sample is skipped.
 func recordMoves(ctx context.Context, t *testing.T, buckets []reconciler.Bucket) *moveRecorder {
 	t.Helper()
 	names := map[string]bool{}
 	for _, b := range buckets {
 		names[b.Name()] = true
 	}
-	r := &moveRecorder{started: time.Now(), history: ticks.History{StopWithin: moveStopWithin}}
+	r := &moveRecorder{started: time.Now()}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -88,10 +83,9 @@ func recordMoves(ctx context.Context, t *testing.T, buckets []reconciler.Bucket)
 	return r
 }
 
-// byBucket returns the moves so far by Lease name, those of a replica not
-// in live that held nothing after them marked as its graceful stop.
-func (r *moveRecorder) byBucket(live map[string]bool) map[string][]ticks.Move {
+// byBucket returns the moves so far by Lease name.
+func (r *moveRecorder) byBucket() map[string][]ticks.Move {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.history.Moves(live)
+	return r.history.Moves()
 }

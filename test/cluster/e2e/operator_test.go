@@ -166,11 +166,7 @@ func TestOperator(t *testing.T) {
 		if after := templateHashes(adapterPods(ctx, t)); !slices.Equal(after, before) {
 			t.Errorf("the adapter rolled out: pod templates %v, then %v", before, after)
 		}
-		live := map[string]bool{}
-		for _, p := range adapterPods(ctx, t) {
-			live[p.Name] = true
-		}
-		checkTicks(t, s.records(ctx, t), from, buckets, moves.byBucket(live), operatorTick)
+		checkTicks(t, s.records(ctx, t), from, buckets, moves.byBucket(), operatorTick)
 	})
 
 	t.Run("the Operator's way back", func(t *testing.T) {

@@ -21,17 +21,8 @@ import "time"
 // History builds the moves of bucket Leases from samples of their
 // holders. The zero value is ready; it is not safe for concurrent use.
 type History struct {
-	// StopWithin is how soon before a gone replica was last seen holding
-	// a Lease its move must start to be its graceful stop, which releases
-	// every Lease at once (their releases may show in a few samples).
-	// Earlier moves were to even the shares: a replica keeps its other
-	// Leases after one (3 retry periods at least, unless it stops). If
-	// zero, only the moves that start at the last sample showing it.
-	StopWithin time.Duration
-
-	last     map[string]seen      // by Lease: its last holder
-	lastHeld map[string]time.Time // by holder: its last sample holding any Lease
-	moves    map[string][]Move    // by Lease
+	last  map[string]seen   // by Lease: its last holder
+	moves map[string][]Move // by Lease
 }
 
 type seen struct {
@@ -46,7 +37,7 @@ type seen struct {
 // A free Lease is part of a move, not a holder.
 func (h *History) Sample(sent, got time.Time, holders map[string]string) {
 	if h.last == nil {
-		h.last, h.lastHeld, h.moves = map[string]seen{}, map[string]time.Time{}, map[string][]Move{}
+		h.last, h.moves = map[string]seen{}, map[string][]Move{}
 	}
 	for lease, holder := range holders {
 		if holder == "" {
@@ -56,22 +47,14 @@ func (h *History) Sample(sent, got time.Time, holders map[string]string) {
 			h.moves[lease] = append(h.moves[lease], Move{From: prev.holder, To: holder, Start: prev.at, End: got})
 		}
 		h.last[lease] = seen{holder: holder, at: sent}
-		h.lastHeld[holder] = sent
 	}
 }
 
-// Moves returns the moves so far by Lease name. A move is its old
-// holder's graceful stop when that replica is not in live and it started
-// within StopWithin of the last sample showing the replica. The caller
-// vouches that replicas leave only by a graceful stop (a crash would be
-// taken for one).
-func (h *History) Moves(live map[string]bool) map[string][]Move {
+// Moves returns a copy of the moves so far, by Lease name.
+func (h *History) Moves() map[string][]Move {
 	out := make(map[string][]Move, len(h.moves))
 	for lease, ms := range h.moves {
-		for _, m := range ms {
-			m.Stop = !live[m.From] && h.lastHeld[m.From].Sub(m.Start) <= h.StopWithin
-			out[lease] = append(out[lease], m)
-		}
+		out[lease] = append([]Move(nil), ms...)
 	}
 	return out
 }

@@ -18,7 +18,6 @@ package ticks
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -32,12 +31,10 @@ func TestHistory(t *testing.T) {
 	tests := []struct {
 		name    string
 		samples []sample
-		live    map[string]bool
 		want    map[string][]Move
 	}{{
 		name:    "no change, no move",
 		samples: []sample{{0, map[string]string{"l0": "a"}}, {1, map[string]string{"l0": "a"}}},
-		live:    map[string]bool{"a": true},
 		want:    map[string][]Move{},
 	}, {
 		name: "released, then taken: one move over the whole hand-over",
@@ -46,26 +43,21 @@ func TestHistory(t *testing.T) {
 			{2, map[string]string{"l0": ""}}, {3, map[string]string{}}, {4, map[string]string{"l0": "b"}},
 			{5, map[string]string{"l0": "b"}},
 		},
-		live: map[string]bool{"a": true, "b": true},
-		want: map[string][]Move{"l0": {share("a", "b", 1, 4.1)}},
+		want: map[string][]Move{"l0": {move("a", "b", 1, 4.1)}},
 	}, {
 		name:    "first seen free: no move until a holder is known",
 		samples: []sample{{0, map[string]string{"l0": ""}}, {1, map[string]string{"l0": "a"}}},
-		live:    map[string]bool{"a": true},
 		want:    map[string][]Move{},
 	}, {
 		name: "a bucket moved twice",
 		samples: []sample{
 			{0, map[string]string{"l0": "a"}}, {1, map[string]string{"l0": "b"}}, {2, map[string]string{"l0": "c"}},
 		},
-		live: map[string]bool{"a": true, "b": true, "c": true},
-		want: map[string][]Move{"l0": {share("a", "b", 0, 1.1), share("b", "c", 1, 2.1)}},
+		want: map[string][]Move{"l0": {move("a", "b", 0, 1.1), move("b", "c", 1, 2.1)}},
 	}, {
-		// b gave l0 up to even the shares, kept l1, then stopped: only
-		// its last moves are its stop.
 		// b gave l0 up to even the shares, kept l1 and l2, then stopped;
 		// l2's release showed a sample later than l1's.
-		name: "a replica gone: only its last moves are its stop",
+		name: "a replica gives a bucket up, then stops",
 		samples: []sample{
 			{0, map[string]string{"l0": "b", "l1": "b", "l2": "b"}},
 			{1, map[string]string{"l0": "c", "l1": "b", "l2": "b"}},
@@ -74,27 +66,25 @@ func TestHistory(t *testing.T) {
 			{2.4, map[string]string{"l0": "c", "l1": "a", "l2": ""}},
 			{2.6, map[string]string{"l0": "c", "l1": "a", "l2": "c"}},
 		},
-		live: map[string]bool{"a": true, "c": true},
 		want: map[string][]Move{
-			"l0": {share("b", "c", 0, 1.1)},
-			"l1": {stop("b", "a", 2, 2.5)},
-			"l2": {stop("b", "c", 2.2, 2.7)},
+			"l0": {move("b", "c", 0, 1.1)},
+			"l1": {move("b", "a", 2, 2.5)},
+			"l2": {move("b", "c", 2.2, 2.7)},
 		},
 	}, {
 		name: "a replica still running gave a bucket up",
 		samples: []sample{
 			{0, map[string]string{"l0": "b", "l1": "b"}}, {1, map[string]string{"l0": "c", "l1": "b"}},
 		},
-		live: map[string]bool{"b": true, "c": true},
-		want: map[string][]Move{"l0": {share("b", "c", 0, 1.1)}},
+		want: map[string][]Move{"l0": {move("b", "c", 0, 1.1)}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := History{StopWithin: time.Second}
+			var h History
 			for _, s := range tt.samples {
 				h.Sample(at(s.s), at(s.s+0.1), s.holders)
 			}
-			if diff := cmp.Diff(tt.want, h.Moves(tt.live)); diff != "" {
+			if diff := cmp.Diff(tt.want, h.Moves()); diff != "" {
 				t.Errorf("moves (-want +got):\n%s", diff)
 			}
 		})
