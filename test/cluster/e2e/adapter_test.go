@@ -393,6 +393,8 @@ func TestAdapter(t *testing.T) {
 		logTickTable(t, steps, counts)
 		checkTicks(t, rs, firstTick.Add(-time.Second), buckets, moves.byBucket(), scaleTick)
 	})
+	// Before the cleanups: the Operator scenario waits for them all.
+	deleteScaleSources(ctx, t, scaleNS, scaleSources)
 }
 
 // stopLoad deletes the HPA's load sources.

@@ -28,12 +28,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -172,12 +174,22 @@ func apply(ctx context.Context, t testing.TB, namespace, manifest string) {
 	}
 }
 
+// restMapper maps kinds to resources for every apply from one discovery
+// of the API server's groups, read again when a kind is missing (a CRD
+// installed since), rather than a discovery per object applied.
+var restMapper = sync.OnceValue(func() *restmapper.DeferredDiscoveryRESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
+})
+
 // applyObject server-side applies obj.
 func applyObject(ctx context.Context, t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.kube.Discovery()))
 	gvk := obj.GroupVersionKind()
-	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := restMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		restMapper().Reset() // a kind whose CRD came after the last discovery
+		m, err = restMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		t.Fatalf("%s: %v", gvk, err)
 	}
