@@ -58,21 +58,11 @@ const (
 // SIGTERM hands over at once and loses none.
 func TestTwoAdapters(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, map[string]string{
+	h := startHA(t, map[string]string{
 		"buckets": fmt.Sprint(haBuckets), "lease-duration": leaseDuration.String(),
 		"renew-deadline": "4s", "retry-period": retryPeriod.String(),
-	}, "tenant")
-	sk := newSink(t)
-	var sources []string
-	for i := range 6 {
-		name := fmt.Sprintf("ha-%d", i)
-		sources = append(sources, name)
-		c.createSource(t, "tenant", name, sourcesv1.PingSourceSpec{Schedule: "*/2 * * * * *", Data: name}, sk.url(name), sourceStatus{})
-	}
-	procs := map[string]*proc{}
-	for _, name := range []string{"adapter-a", "adapter-b"} {
-		procs[name] = startAdapter(t, c, name)
-	}
+	}, "ha", 6)
+	c, sk, sources, procs, firedSince := h.c, h.sk, h.sources, h.procs, h.firedSince
 	heldBy := func(names ...string) func() bool {
 		return func() bool {
 			h := c.leaseHolders(t)
@@ -86,16 +76,6 @@ func TestTwoAdapters(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "every lease is held", heldBy("adapter-a", "adapter-b"))
 	steady := time.Now()
-	firedSince := func(from time.Time, n int) func() bool {
-		return func() bool {
-			for _, s := range sources {
-				if len(sk.got(s, from)) < n {
-					return false
-				}
-			}
-			return true
-		}
-	}
 	eventually(t, 15*time.Second, "every source fired 3 times", firedSince(steady, 3))
 	for _, s := range sources {
 		if tl := countTicks(sk.sent(s, steady), tick); tl.duplicates != 0 || tl.missing != 0 {
@@ -143,6 +123,42 @@ func TestTwoAdapters(t *testing.T) {
 	checkGaps(t, "graceful stop", sk, sources, before, stopped, 0)
 }
 
+// haRun is an API server holding n sources on "*/2 * * * * *", named
+// prefix-i, each to its path of one sink, and two adapter processes,
+// adapter-a and adapter-b, with the adapter's ConfigMap set to le.
+type haRun struct {
+	c       *cluster
+	sk      *sink
+	sources []string
+	procs   map[string]*proc
+}
+
+func startHA(t *testing.T, le map[string]string, prefix string, n int) *haRun {
+	t.Helper()
+	h := &haRun{c: newCluster(t, le, "tenant"), sk: newSink(t), procs: map[string]*proc{}}
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		h.sources = append(h.sources, name)
+		h.c.createSource(t, "tenant", name, sourcesv1.PingSourceSpec{Schedule: "*/2 * * * * *", Data: name}, h.sk.url(name), sourceStatus{})
+	}
+	for _, name := range []string{"adapter-a", "adapter-b"} {
+		h.procs[name] = startAdapter(t, h.c, name)
+	}
+	return h
+}
+
+// firedSince reports whether every source has sent n events since from.
+func (h *haRun) firedSince(from time.Time, n int) func() bool {
+	return func() bool {
+		for _, s := range h.sources {
+			if len(h.sk.got(s, from)) < n {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // checkGaps checks the events of each source since from, across an event
 // at, for duplicates (none allowed) and missing ticks: at most those due
 // within lost after it.
@@ -169,21 +185,12 @@ func checkGaps(t *testing.T, what string, sk *sink, sources []string, from, at t
 // Lease free: thawed, the standby takes the Lease and fires that tick
 // late, from the mark the leader left on it, so that no tick is lost.
 func TestLateStandbyCatchesUp(t *testing.T) {
+	t.Parallel()
 	const lease = 10 * time.Second // the catch-up bound: far beyond the gap
-	c := newCluster(t, map[string]string{
+	h := startHA(t, map[string]string{
 		"buckets": "1", "lease-duration": lease.String(), "renew-deadline": "8s", "retry-period": retryPeriod.String(),
-	}, "tenant")
-	sk := newSink(t)
-	var sources []string
-	for i := range 3 {
-		name := fmt.Sprintf("late-%d", i)
-		sources = append(sources, name)
-		c.createSource(t, "tenant", name, sourcesv1.PingSourceSpec{Schedule: "*/2 * * * * *", Data: name}, sk.url(name), sourceStatus{})
-	}
-	procs := map[string]*proc{}
-	for _, name := range []string{"adapter-a", "adapter-b"} {
-		procs[name] = startAdapter(t, c, name)
-	}
+	}, "late", 3)
+	c, sk, sources, procs := h.c, h.sk, h.sources, h.procs
 	var leader string
 	eventually(t, 15*time.Second, "the bucket is held", func() bool {
 		for _, holder := range c.leaseHolders(t) {
@@ -196,14 +203,7 @@ func TestLateStandbyCatchesUp(t *testing.T) {
 		standby = "adapter-b"
 	}
 	before := time.Now()
-	eventually(t, 15*time.Second, "every source fired twice", func() bool {
-		for _, s := range sources {
-			if len(sk.got(s, before)) < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, 15*time.Second, "every source fired twice", h.firedSince(before, 2))
 
 	procs[standby].signal(syscall.SIGSTOP)
 	procs[leader].signal(syscall.SIGTERM)
@@ -225,14 +225,7 @@ func TestLateStandbyCatchesUp(t *testing.T) {
 	})
 	t.Logf("%s released the bucket with the mark %s, %v after SIGTERM; %s thawed %v after the mark",
 		leader, mark.Format(time.RFC3339Nano), mark.Sub(stopped).Round(10*time.Millisecond), standby, time.Since(mark).Round(10*time.Millisecond))
-	eventually(t, 10*time.Second, "every source fired twice after the thaw", func() bool {
-		for _, s := range sources {
-			if len(sk.got(s, thaw)) < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, 10*time.Second, "every source fired twice after the thaw", h.firedSince(thaw, 2))
 	checkGaps(t, "late standby", sk, sources, before, stopped, 0)
 	if m := caughtUp.FindStringSubmatch(procs[standby].logs.String()); m == nil {
 		t.Errorf("%s never logged a caught-up tick:\n%s", standby, procs[standby].logs.String())
