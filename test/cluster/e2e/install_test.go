@@ -76,9 +76,19 @@ func TestInstall(t *testing.T) {
 			if ref == "" {
 				t.Fatalf("%s names no %s image", want.file, want.image)
 			}
-			pods := podsOf(ctx, t, systemNamespace, want.selector)
+			// A rollout is over once the new pods are available; the old
+			// ones may still be stopping (a graceful stop), with the image
+			// the install replaced. They are not the install's.
+			var pods []corev1.Pod
+			for _, p := range podsOf(ctx, t, systemNamespace, want.selector) {
+				if p.DeletionTimestamp != nil {
+					t.Logf("%s is stopping (image %s): not checked", p.Name, p.Spec.Containers[0].Image)
+					continue
+				}
+				pods = append(pods, p)
+			}
 			if len(pods) == 0 {
-				t.Fatalf("no pod %s", want.selector)
+				t.Fatalf("no running pod %s", want.selector)
 			}
 			for _, p := range pods {
 				// The container is found by its name, in the spec and the
