@@ -49,9 +49,9 @@ const (
 	scaleSchedule = "* * * * *"
 	// scaleCreators create the sources side by side.
 	scaleCreators = 8
-	// bulkDeleteQPS bounds the requests that remove the scale sources'
-	// finalizers: 2,000 in about 10 s, where the scenarios' client (50 a
-	// second) would take 40.
+	// bulkDeleteQPS bounds the requests that delete the scale sources and
+	// remove their finalizers: two per source, 4,000 in about 20 s, where
+	// the scenarios' client (50 a second) would take 80.
 	bulkDeleteQPS = 200
 	// scaleReadyBound is how long Eventing's controller may take to make
 	// every source Ready.
@@ -95,23 +95,25 @@ func startScaleSources(ctx context.Context, t *testing.T, namespace string, n in
 // in a reconcile of its own, one after the other, 2,000 in over a minute
 // that the Operator scenario would wait for; its finalizer only clears the
 // status's EventType attributes, and no EventType is made here. So the
-// test removes the finalizers itself, through a client of its own whose
-// rate is not the scenarios' (bulkDeleteQPS).
+// test deletes each source and then removes its finalizers itself,
+// through a client of its own whose rate is not the scenarios'
+// (bulkDeleteQPS). One request per source: a DeleteCollection of 2,000
+// can outlast the API server's request timeout on a loaded node.
 func deleteScaleSources(ctx context.Context, t *testing.T, namespace string, n int) {
 	t.Helper()
-	sources := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace)
-	if err := sources.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatalf("deleting the scale sources: %v", err)
-	}
 	cfg := rest.CopyConfig(cluster.config)
 	cfg.QPS, cfg.Burst = bulkDeleteQPS, bulkDeleteQPS
 	bulk, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sources := bulk.Resource(pingSourceGVR).Namespace(namespace)
 	unfinalize := []byte(`{"metadata":{"finalizers":null}}`)
 	forEachScaleSource(ctx, t, namespace, n, "deleted", func(ctx context.Context, name string) error {
-		_, err := bulk.Resource(pingSourceGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, unfinalize, metav1.PatchOptions{})
+		err := sources.Delete(ctx, name, metav1.DeleteOptions{})
+		if err == nil {
+			_, err = sources.Patch(ctx, name, types.MergePatchType, unfinalize, metav1.PatchOptions{})
+		}
 		if apierrors.IsNotFound(err) {
 			return nil // finalized by Eventing meanwhile
 		}
