@@ -102,8 +102,8 @@ spec:
 // share to the others and then to its replacement; a replica that cannot
 // start (every PingSource Deployed Unknown meanwhile) pauses none; the
 // HPA scales it back in. Through all of it, for 30 sources every 10 s and
-// 2,000 every minute, no tick fires twice and no source misses more ticks
-// than its bucket's moves allow; the minute ticks are logged as a table.
+// 2,000 every minute, no tick fires twice and none is missed, however its
+// bucket moves; the minute ticks are logged as a table.
 func TestAdapter(t *testing.T) {
 	adapterStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()          // beside the seed scenario's scale-in
