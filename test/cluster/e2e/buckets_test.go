@@ -102,8 +102,15 @@ func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler
 	if moved == 0 {
 		t.Logf("no bucket moved since %v", since.Format(time.TimeOnly))
 	}
-	fired, missed := 0, 0
-	defer func() { t.Logf("since %v: %d ticks fired, %d missed", since.Format(time.TimeOnly), fired, missed) }()
+	fired, missed, violated := 0, 0, false
+	defer func() {
+		t.Logf("since %v: %d ticks fired, %d missed", since.Format(time.TimeOnly), fired, missed)
+		if violated {
+			// What the adapter saw tells a replica that woke late from
+			// one that never led the bucket.
+			dumpLogsSince(context.Background(), t, systemNamespace, adapterSelector, since)
+		}
+	}()
 	for src, tks := range ticksBySource(rs) {
 		var kept []time.Time
 		for _, tk := range tks {
@@ -122,6 +129,7 @@ func checkTicks(t *testing.T, rs []record, since time.Time, buckets []reconciler
 		n, violations := ticks.Check(kept, bucketMoves, ticks.Params{Period: period, Margin: moveMargin})
 		missed += n
 		for _, v := range violations {
+			violated = true
 			t.Errorf("%s %v", src, v)
 		}
 	}

@@ -66,7 +66,7 @@ func TestInstall(t *testing.T) {
 	t.Run("release images by digest", func(t *testing.T) {
 		for _, want := range []struct{ file, image, selector, container string }{
 			{"release/event-forwarding-proxy-async.yaml", "dev.local/event-forwarding-proxy@", "serving.knative.dev/service=" + proxyService, "proxy"},
-			{"release/pingsource-mt-adapter-patch.yaml", "dev.local/event-forwarding-mtping@", "sources.knative.dev/role=adapter", "dispatcher"},
+			{"release/pingsource-mt-adapter-patch.yaml", "dev.local/event-forwarding-mtping@", adapterSelector, "dispatcher"},
 		} {
 			b, err := os.ReadFile(filepath.Join(repoRoot, want.file))
 			if err != nil {
@@ -141,7 +141,7 @@ func TestInstall(t *testing.T) {
 	})
 
 	t.Run("held-sends gauge for the adapter's HPA", func(t *testing.T) {
-		waitServed(ctx, t, "kn_forward_mtping_inflight_sends", "sources.knative.dev/role=adapter")
+		waitServed(ctx, t, "kn_forward_mtping_inflight_sends", adapterSelector)
 		if h := adapterHPA(ctx, t); *h.Spec.MinReplicas != 2 || h.Spec.MaxReplicas != 10 {
 			t.Errorf("the adapter's HPA scales from %d to %d replicas, want 2 to 10", *h.Spec.MinReplicas, h.Spec.MaxReplicas)
 		}

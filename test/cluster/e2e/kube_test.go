@@ -110,7 +110,7 @@ func sourcesGone(ctx context.Context, namespace string) error {
 	if len(list.Items) > 0 {
 		return fmt.Errorf("%d PingSources left", len(list.Items))
 	}
-	pods, err := cluster.kube.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "sources.knative.dev/role=adapter"})
+	pods, err := cluster.kube.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: adapterSelector})
 	if err != nil {
 		return err
 	}
@@ -135,15 +135,30 @@ func sourcesGone(ctx context.Context, namespace string) error {
 // namespace (matching selector) to the test log.
 func dumpLogs(ctx context.Context, t testing.TB, namespace, selector string) {
 	t.Helper()
+	tail := int64(40)
+	dumpPodLogs(ctx, t, namespace, selector, corev1.PodLogOptions{TailLines: &tail})
+}
+
+// dumpLogsSince writes what every container of the pods in namespace
+// (matching selector) logged since since, up to 256 KiB each, to the
+// test log.
+func dumpLogsSince(ctx context.Context, t testing.TB, namespace, selector string, since time.Time) {
+	t.Helper()
+	limit := int64(256 << 10)
+	dumpPodLogs(ctx, t, namespace, selector, corev1.PodLogOptions{SinceTime: &metav1.Time{Time: since}, LimitBytes: &limit})
+}
+
+func dumpPodLogs(ctx context.Context, t testing.TB, namespace, selector string, opts corev1.PodLogOptions) {
+	t.Helper()
 	pods, err := cluster.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Logf("logs of %s: %v", namespace, err)
 		return
 	}
-	tail := int64(40)
 	for _, p := range pods.Items {
 		for _, c := range p.Spec.Containers {
-			b, err := cluster.kube.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			opts.Container = c.Name
+			b, err := cluster.kube.CoreV1().Pods(namespace).GetLogs(p.Name, &opts).DoRaw(ctx)
 			if err != nil {
 				t.Logf("--- %s/%s %s: %v", namespace, p.Name, c.Name, err)
 				continue

@@ -50,6 +50,7 @@ const (
 	proxyHost       = proxyService + "." + systemNamespace + ".svc.cluster.local"
 	proxyAudience   = "event-forwarding-proxy"
 	adapterName     = "pingsource-mt-adapter"
+	adapterSelector = "sources.knative.dev/role=adapter"
 	forwardingCM    = "config-event-forwarding"
 )
 

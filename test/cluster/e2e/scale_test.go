@@ -482,7 +482,7 @@ func unavailable(ctx context.Context, t *testing.T) (int32, bool) {
 // tries again at once.
 func nudgeAdapterReplicaSets(ctx context.Context, t *testing.T) {
 	t.Helper()
-	rss, err := cluster.kube.AppsV1().ReplicaSets(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "sources.knative.dev/role=adapter"})
+	rss, err := cluster.kube.AppsV1().ReplicaSets(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: adapterSelector})
 	if err != nil {
 		t.Fatal(err)
 	}

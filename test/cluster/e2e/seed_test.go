@@ -85,7 +85,7 @@ func TestSeedScenario(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(context.Background(), t, systemNamespace, "serving.knative.dev/service="+proxyService)
-			dumpLogs(context.Background(), t, systemNamespace, "sources.knative.dev/role=adapter")
+			dumpLogs(context.Background(), t, systemNamespace, adapterSelector)
 		}
 	})
 	// The load in a subtest of its own, so that its sources and settings
@@ -224,7 +224,7 @@ func setForwardingKey(ctx context.Context, t testing.TB, key, v string) {
 func adapterPods(ctx context.Context, t testing.TB) []corev1.Pod {
 	t.Helper()
 	var out []corev1.Pod
-	for _, p := range podsOf(ctx, t, systemNamespace, "sources.knative.dev/role=adapter") {
+	for _, p := range podsOf(ctx, t, systemNamespace, adapterSelector) {
 		if ready(p) {
 			out = append(out, p)
 		}
