@@ -33,18 +33,18 @@ import (
 
 // handOverLocked stops b firing here at through: every tick of its
 // sources due by then that the cron has not run yet (a loaded cron runs
-// late) is sent now, and through becomes the mark b's release carries.
+// late: due.go) is sent now, and through becomes the mark b's release
+// carries.
 func (a *Adapter) handOverLocked(b reconciler.Bucket, through time.Time) {
 	for key, en := range a.entries {
 		if !b.Has(key) || !a.gateOpenLocked(key) {
 			continue
 		}
-		j := en.job
-		if due := time.Unix(0, j.due.Load()); !due.After(through) {
-			// Claimed here: the cron's run of it, if it comes, finds
-			// the next tick not due yet and the bucket no longer led.
-			j.due.Store(j.schedule.Next(through).UnixNano())
-			a.startSendLocked(j, due, time.Time{})
+		// Claimed here: the cron's run of them, if it comes, finds the
+		// next tick not due yet and the bucket no longer led.
+		if dues := a.claimLocked(en.job, through); len(dues) > 0 {
+			due, at := a.sendOverdueLocked(en.job, dues, through)
+			a.startSendLocked(en.job, due, at)
 		}
 	}
 	a.handedOver[b.Name()] = through

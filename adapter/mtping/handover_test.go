@@ -266,3 +266,51 @@ func TestHandoverLockCarriesTheMark(t *testing.T) {
 		t.Errorf("b inherited %v from an expired holder", got)
 	}
 }
+
+// A cron that wakes a period late or more runs one tick and skips the
+// ones due meanwhile: the adapter sends them too, every tick of that run
+// stamped with its due time.
+func TestALateCronSendsTheTicksItSkipped(t *testing.T) {
+	cf := newClockFixture(t)
+	cf.a.promote(cf.buckets[0], cf.ctx, time.Time{}) // next tick 10:00:02
+	cf.set(at(7, 200))                               // 10:00:02, :04 and :06 due
+	if n := cf.fireAll(); n < 1 {
+		t.Fatalf("the cron's late run sent %d events at once, want its own", n)
+	}
+	if got, want := cf.times(), []time.Time{at(2, 0), at(4, 0), at(6, 0)}; !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	cf.set(at(8, 5))
+	if n := cf.fireAll(); n != 1 {
+		t.Errorf("the tick of 10:00:08 sent %d events, want 1", n)
+	}
+}
+
+// Ticks skipped more than a lease duration ago are not sent: the
+// bucket's Lease may have passed to another replica meanwhile.
+func TestALateCronSendsNothingOlderThanALeaseDuration(t *testing.T) {
+	cf := newClockFixture(t)
+	cf.a.promote(cf.buckets[0], cf.ctx, time.Time{}) // next tick 10:00:02
+	cf.set(at(22, 500))                              // 15 s back is 10:00:07.5
+	cf.fireAll()
+	got := cf.times()
+	want := []time.Time{at(8, 0), at(10, 0), at(12, 0), at(14, 0), at(16, 0), at(18, 0), at(20, 0), at(22, 0)}
+	if !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+}
+
+// A bucket given up while its cron is a period late or more fires every
+// tick due by then, once.
+func TestGivingUpFiresEveryTickALateCronSkipped(t *testing.T) {
+	cf := newClockFixture(t)
+	term, end := context.WithCancel(cf.ctx)
+	defer end()
+	cf.a.promote(cf.buckets[0], term, time.Time{}) // next tick 10:00:02
+	cf.set(at(5, 0))
+	cf.a.demote(cf.buckets[0], term)
+	cf.a.fire(cf.ctx, cf.a.jobs[types.NamespacedName{Namespace: "tenant", Name: "even"}]) // the cron's late run
+	if got, want := cf.times(), []time.Time{at(2, 0), at(4, 0)}; !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+}

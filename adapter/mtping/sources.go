@@ -190,36 +190,30 @@ func (a *Adapter) unscheduleLocked(key types.NamespacedName) {
 	delete(a.entries, key)
 }
 
-// dueOf returns when the tick of j the cron runs now was due, and sets
-// the next one. The cron runs each activation once, however late, and then
-// the first one after the moment it ran, as this does.
-func (a *Adapter) dueOf(j *job) time.Time {
-	now := a.p.Now()
-	due := time.Unix(0, j.due.Swap(j.schedule.Next(now).UnixNano()))
-	if due.After(now) {
-		// A tick earlier than planned (the clock was set back): count
-		// from its second, the cron's resolution.
-		return now.Truncate(time.Second)
-	}
-	return due
-}
-
-// fire is one tick of j: a fresh event (new id, time now) sent to its
-// sink, unless j was replaced, its bucket lost or the adapter is stopping
-// since the cron chose to run it, or upstream's adapter fires it (its
-// gate is held there). The tick is claimed (dueOf) under the lock that
-// handOverLocked claims under, so that each fires once.
+// fire is the cron's run of j: its tick, a fresh event (new id, time
+// now) sent to its sink, and before it the ticks a late cron skipped
+// (due.go), unless j was replaced, its bucket lost or the adapter is
+// stopping since the cron chose to run it, or upstream's adapter fires it
+// (its gate is held there).
 func (a *Adapter) fire(ctx context.Context, j *job) {
 	a.mu.Lock()
-	due := a.dueOf(j)
+	now := a.p.Now()
+	dues := a.claimLocked(j, now)
+	if len(dues) == 0 {
+		// A run earlier than planned (the clock was set back): count from
+		// its second, the cron's resolution, and the next from now.
+		j.due.Store(j.schedule.Next(now).UnixNano())
+		dues = []time.Time{now.Truncate(time.Second)}
+	}
 	e, ok := a.entries[j.key]
 	if a.stopping || !ok || e.job != j || !a.leadsLocked(j.key) || !a.gateOpenLocked(j.key) {
 		a.mu.Unlock()
 		return
 	}
+	due, at := a.sendOverdueLocked(j, dues, now)
 	a.sends.Add(1)
 	a.mu.Unlock()
-	a.send(ctx, j, due, time.Time{})
+	a.send(ctx, j, due, at)
 }
 
 // send sends the tick of j due at due, for which sends.Add(1) was called.

@@ -147,6 +147,23 @@ func startHA(t *testing.T, le map[string]string, prefix string, n int) *haRun {
 	return h
 }
 
+// startOneBucket is startHA with 3 sources in one bucket, its lease
+// duration (the catch-up bound) 10 s, far beyond the gaps the tests make,
+// once a replica, the leader returned, holds it.
+func startOneBucket(t *testing.T, prefix string) (h *haRun, leader string) {
+	t.Helper()
+	h = startHA(t, map[string]string{
+		"buckets": "1", "lease-duration": "10s", "renew-deadline": "8s", "retry-period": retryPeriod.String(),
+	}, prefix, 3)
+	eventually(t, 15*time.Second, "the bucket is held", func() bool {
+		for _, holder := range h.c.leaseHolders(t) {
+			leader = holder
+		}
+		return leader != ""
+	})
+	return h, leader
+}
+
 // firedSince reports whether every source has sent n events since from.
 func (h *haRun) firedSince(from time.Time, n int) func() bool {
 	return func() bool {
@@ -186,18 +203,8 @@ func checkGaps(t *testing.T, what string, sk *sink, sources []string, from, at t
 // late, from the mark the leader left on it, so that no tick is lost.
 func TestLateStandbyCatchesUp(t *testing.T) {
 	t.Parallel()
-	const lease = 10 * time.Second // the catch-up bound: far beyond the gap
-	h := startHA(t, map[string]string{
-		"buckets": "1", "lease-duration": lease.String(), "renew-deadline": "8s", "retry-period": retryPeriod.String(),
-	}, "late", 3)
+	h, leader := startOneBucket(t, "late")
 	c, sk, sources, procs := h.c, h.sk, h.sources, h.procs
-	var leader string
-	eventually(t, 15*time.Second, "the bucket is held", func() bool {
-		for _, holder := range c.leaseHolders(t) {
-			leader = holder
-		}
-		return leader != ""
-	})
 	standby := "adapter-a"
 	if leader == standby {
 		standby = "adapter-b"
