@@ -47,13 +47,17 @@ const (
 	scaleSources  = 2000
 	scaleTick     = time.Minute
 	scaleSchedule = "* * * * *"
-	// scaleCreators create the sources side by side.
+	// scaleCreators create and switch the sources side by side, beside
+	// other scenarios.
 	scaleCreators = 8
+	// scaleDeleters delete them side by side, with nothing else running:
+	// the deletion is on the way to the Operator scenario, and each
+	// request waits mostly on Eventing's webhook.
+	scaleDeleters = 32
 	// bulkDeleteQPS bounds the requests that delete the scale sources and
 	// remove their finalizers, two per source, above the scenarios' 50 a
-	// second: the scaleCreators workers' round trips bound them first
-	// (2,000 sources in 52 s in a warm run).
-	bulkDeleteQPS = 200
+	// second: the deleters' round trips bound them first.
+	bulkDeleteQPS = 400
 	// scaleReadyBound is how long Eventing's controller may take to make
 	// every source Ready.
 	scaleReadyBound = 5 * time.Minute
@@ -82,7 +86,7 @@ func scaleSource(namespace, name string) *unstructured.Unstructured {
 // end.
 func startScaleSources(ctx context.Context, t *testing.T, namespace string, n int) (created func(testing.TB)) {
 	t.Helper()
-	return forEachScaleSource(ctx, t, namespace, n, "created", func(ctx context.Context, name string) error {
+	return forEachScaleSource(ctx, t, namespace, n, scaleCreators, "created", func(ctx context.Context, name string) error {
 		_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Create(ctx, scaleSource(namespace, name), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -110,7 +114,7 @@ func deleteScaleSources(ctx context.Context, t *testing.T, namespace string, n i
 	}
 	sources := bulk.Resource(pingSourceGVR).Namespace(namespace)
 	unfinalize := []byte(`{"metadata":{"finalizers":null}}`)
-	forEachScaleSource(ctx, t, namespace, n, "deleted", func(ctx context.Context, name string) error {
+	forEachScaleSource(ctx, t, namespace, n, scaleDeleters, "deleted", func(ctx context.Context, name string) error {
 		err := sources.Delete(ctx, name, metav1.DeleteOptions{})
 		if err == nil {
 			_, err = sources.Patch(ctx, name, types.MergePatchType, unfinalize, metav1.PatchOptions{})
@@ -129,17 +133,17 @@ func deleteScaleSources(ctx context.Context, t *testing.T, namespace string, n i
 func startScaleSchedules(ctx context.Context, t *testing.T, namespace string, n int) (switched func(testing.TB)) {
 	t.Helper()
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"schedule": scaleSchedule}})
-	return forEachScaleSource(ctx, t, namespace, n, "switched to every minute", func(ctx context.Context, name string) error {
+	return forEachScaleSource(ctx, t, namespace, n, scaleCreators, "switched to every minute", func(ctx context.Context, name string) error {
 		_, err := cluster.dynamic.Resource(pingSourceGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 }
 
 // forEachScaleSource calls do for each of the n scale sources' names,
-// scaleCreators at a time, in the background. It returns a wait for the
+// workers at a time, in the background. It returns a wait for the
 // calls to end, which fails the test it is given if any call failed. The
 // test's cleanup waits too, should it end first.
-func forEachScaleSource(ctx context.Context, t *testing.T, namespace string, n int, what string, do func(context.Context, string) error) (wait func(testing.TB)) {
+func forEachScaleSource(ctx context.Context, t *testing.T, namespace string, n, workers int, what string, do func(context.Context, string) error) (wait func(testing.TB)) {
 	t.Helper()
 	var (
 		mu       sync.Mutex
@@ -149,7 +153,7 @@ func forEachScaleSource(ctx context.Context, t *testing.T, namespace string, n i
 	)
 	started := time.Now()
 	names := make(chan string)
-	for range scaleCreators {
+	for range workers {
 		wg.Go(func() {
 			for name := range names {
 				if err := do(ctx, name); err != nil {
