@@ -6,7 +6,7 @@ PORT ?= 8080
 SINK_ADDR ?= 127.0.0.1:8081
 FUZZTIME ?= 1m
 
-.PHONY: all build run test unit integration fuzz-short fuzz lint bench tidy-check tools clean
+.PHONY: all build run test unit integration fuzz-short fuzz lint bench tidy-check shellcheck-tool tools clean
 
 # Binaries the tests run (kube-apiserver, etcd), built from the pinned nested
 # module test/tools and cached in the git-ignored .cache/bin.
@@ -61,7 +61,7 @@ test: ## everything CI runs, in two lanes; ends with a table of its phases
 	$(MAKE) --no-print-directory -j2 test-checks cluster-test; rc=$$?; \
 	$(CURDIR)/hack/phase.sh table; exit $$rc
 
-test-start: cluster-deps prometheus-tools bench-haproxy tools
+test-start: cluster-deps prometheus-tools bench-haproxy shellcheck-tool tools
 
 # The integration tests wait mostly on the processes they start; lint,
 # fuzz and h2spec run beside them. What asserts nothing about time runs at
@@ -176,12 +176,26 @@ $(GOLANGCI_LINT):
 # flags (static, -trimpath) those compiles are one set, the one the
 # release and the cluster's heartbeats image reuse. A cold make test
 # spent 10 CPU-minutes in golangci-lint's go list on a set of its own.
-lint: tidy-check $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint; fails on any finding
+lint: tidy-check $(GOLANGCI_LINT) shellcheck-tool ## gofmt, go vet, golangci-lint and shellcheck; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	shellcheck $(SHELL_SCRIPTS)
 	CGO_ENABLED=0 $(GO) vet -trimpath -tags integration,h2spec,cluster ./...
 	@v=$$($(GOLANGCI_LINT) version --short); if [ "v$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
 	  echo "$(GOLANGCI_LINT) is v$$v, want $(GOLANGCI_LINT_VERSION): remove it and run make lint again"; exit 1; fi
 	CGO_ENABLED=0 GOFLAGS=-trimpath $(GOLANGCI_LINT) run ./...
+
+# Every shell script: the .sh files and .ci/run. .shellcheckrc lets
+# shellcheck follow what they source.
+SHELL_SCRIPTS = $(shell git ls-files '*.sh') .ci/run
+
+# shellcheck (Debian's package, 0.9) for make lint, installed when missing;
+# sudo only when not root.
+shellcheck-tool:
+	@if ! command -v shellcheck >/dev/null; then \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends shellcheck; \
+	fi
 
 tidy-check:
 	$(GO) mod tidy -diff

@@ -6,7 +6,7 @@ source "$(dirname "$0")/env.sh"
 
 mkdir -p "$PKI"
 cd "$PKI"
-if [ ! -f done ]; then
+if [ ! -f ./done ]; then
 openssl genrsa -out ca.key 2048 2>/dev/null
 openssl req -x509 -new -key ca.key -subj /CN=kc-ca -days 3650 -out ca.crt
 
@@ -28,7 +28,7 @@ cert front-proxy /CN=front-proxy-client
 # Service-account tokens (and their OIDC discovery).
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-touch done
+touch ./done
 fi
 
 kubeconfig() {

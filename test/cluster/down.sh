@@ -12,9 +12,9 @@ source "$(dirname "$0")/env.sh"
 alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 # stop PID...: SIGTERM, up to 10 s, then SIGKILL.
 stop() {
-  local p i
+  local p
   for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
-  for i in $(seq 50); do
+  for _ in $(seq 50); do
     for p in "$@"; do alive "$p" && break; p=; done
     [ -z "${p:-}" ] && return 0
     sleep 0.2
@@ -27,10 +27,10 @@ stop() {
 ours() {
   local f p=$$ self=" $$ "
   while [ "$p" -gt 1 ]; do p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status"); self+="$p "; done
-  for f in $(grep -laE -- "$RUN/|$CONTAINERD_SOCK" /proc/[0-9]*/cmdline 2>/dev/null); do
+  while read -r f; do
     p=${f#/proc/}; p=${p%/cmdline}
     [[ $self == *" $p "* ]] || echo "$p"
-  done
+  done < <(grep -laE -- "$RUN/|$CONTAINERD_SOCK" /proc/[0-9]*/cmdline 2>/dev/null)
   return 0
 }
 # Pods' processes, by their cgroups.
@@ -45,15 +45,15 @@ for n in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserve
   if [ -f "$RUN/pids/$n" ]; then cp+=("$(cat "$RUN/pids/$n")"); fi
 done
 [ ${#cp[@]} -eq 0 ] || stop "${cp[@]}"
-pids=$(pod_pids); [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
-pids=$(ours); [ -z "$pids" ] || stop $pids
+mapfile -t pids < <(pod_pids); [ ${#pids[@]} -eq 0 ] || kill -KILL "${pids[@]}" 2>/dev/null || true
+mapfile -t pids < <(ours); [ ${#pids[@]} -eq 0 ] || stop "${pids[@]}"
 sleep 0.5
-pids=$(pod_pids); [ -z "$pids" ] || { kill -KILL $pids 2>/dev/null || true; sleep 1; }
+mapfile -t pids < <(pod_pids); [ ${#pids[@]} -eq 0 ] || { kill -KILL "${pids[@]}" 2>/dev/null || true; sleep 1; }
 
 log "removing netns and mounts"
 for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do ip netns delete "$ns" || true; done
 # Mount points under the cluster's directory, deepest first (repeat for stacks).
-for i in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
   mps=$(awk -v c="$C/" 'index($5, c) == 1 {print $5}' /proc/self/mountinfo | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
   [ -z "$mps" ] && break
   for m in $mps; do m=$(printf '%b' "$m"); umount "$m" 2>/dev/null || umount -l "$m" || true; done

@@ -1,3 +1,5 @@
+# shellcheck shell=bash disable=SC2034
+# (sourced: the scripts that source it use its names)
 # Names, paths and ranges of the one-node cluster, sourced by every script.
 # Ranges stay clear of eth0 (192.0.2.0/24) and the host resolver
 # (10.255.255.53, in 10.255.255.0/24).

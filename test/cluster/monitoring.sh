@@ -65,8 +65,10 @@ fi
 # standard input; a change rolls the Deployment that mounts it.
 hash_of() { sed -n '/^data:/,/^---/p' | sha256sum | cut -c1-16; }
 manifest=$(prometheus_manifest)
+# shellcheck disable=SC2016,SC2034,SC2269 # variables for envsubst, and its list of names unexpanded
 PROMETHEUS_VERSION=$(cat "$BIN/prometheus.version") PROMETHEUS_CONFIG_HASH=$(hash_of <<<"$manifest") \
   envsubst '${PROMETHEUS_VERSION} ${PROMETHEUS_CONFIG_HASH}' <<<"$manifest" | kc apply -f - >/dev/null
+# shellcheck disable=SC2016,SC2034,SC2269 # variables for envsubst, and its list of names unexpanded
 ADAPTER_VERSION=$(cat "$BIN/prometheus-adapter.version") ADAPTER_CONFIG_HASH=$(hash_of <"$SRC/manifests/prometheus-adapter.yaml") \
   envsubst '${ADAPTER_VERSION} ${ADAPTER_CONFIG_HASH}' <"$SRC/manifests/prometheus-adapter.yaml" | kc apply -f - >/dev/null
 kc -n monitoring rollout status deploy/prometheus --timeout=120s >/dev/null

@@ -32,8 +32,12 @@ log "host -> Traefik's backend $svc $backend: $out"
 ip=$(kc -n traefik get svc traefik -o jsonpath='{.spec.clusterIP}')
 hello_via() {
   local out
-  out=$(curl -sS --max-time 10 -H "Host: $host" "http://$1/" 2>&1) && [[ $out == "hello from hello-"* ]] || { echo "$out"; return 1; }
+  if out=$(curl -sS --max-time 10 -H "Host: $host" "http://$1/" 2>&1) && [[ $out == "hello from hello-"* ]]; then
+    echo "$out"
+    return 0
+  fi
   echo "$out"
+  return 1
 }
 for addr in "$ip:80" "$NODE_IP:31080"; do
   out=$(retry 60 hello_via "$addr") || fail "$host via $addr answered, 60 s on: $out"

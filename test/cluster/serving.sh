@@ -35,6 +35,7 @@ kc -n knative-serving patch configmap/config-deployment --type merge \
   -p '{"data":{"registries-skipping-tag-resolving":"kind.local,ko.local,dev.local"}}' >/dev/null
 kc -n knative-serving patch configmap/config-domain --type merge -p '{"data":{"kc.test":""}}' >/dev/null
 
+# shellcheck disable=SC2016 # envsubst's list of names, unexpanded
 TRAEFIK_VERSION=$(cat "$BIN/traefik.version") envsubst '${TRAEFIK_VERSION}' <"$SRC/manifests/traefik.yaml" | kc apply -f - >/dev/null
 for d in controller webhook autoscaler activator autoscaler-hpa; do
   kc -n knative-serving rollout status "deploy/$d" --timeout=180s >/dev/null

@@ -11,7 +11,7 @@ source "$(dirname "$0")/env.sh"
 # together PART...: each PART (a script of this folder and its arguments,
 # as one word) at once; fails naming every part that failed.
 together() {
-  local pids=() failed= i part
+  local pids=() failed='' i part
   for part in "$@"; do
     # shellcheck disable=SC2086 # a part is a script and its arguments
     "$SRC"/$part &

@@ -42,9 +42,10 @@ fi
 
 # What the machine looks like before: down.sh puts it back.
 mkdir -p "$STATE"
-sysctl $SYSCTLS >"$STATE/sysctl"
+read -ra sysctls <<<"$SYSCTLS"
+sysctl "${sysctls[@]}" >"$STATE/sysctl"
 for p in $OUTSIDE_PATHS; do [ -e "$p" ] || echo "$p"; done >"$STATE/paths-created"
-ls -d /sys/fs/cgroup/*/*/ | sed 's,/$,,' >"$STATE/cgroups"
+printf '%s\n' /sys/fs/cgroup/*/*/ | sed 's,/$,,' >"$STATE/cgroups"
 if command -v nft >/dev/null; then nft list tables >"$STATE/nft-tables"; fi
 
 "$SRC/certs.sh"
@@ -92,7 +93,7 @@ start kube-controller-manager kube-controller-manager --kubeconfig "$KUBECONFIG_
   --service-cluster-ip-range "$SVC_CIDR" --cluster-cidr "$POD_CIDR" --allocate-node-cidrs --node-cidr-mask-size 24
 start kube-scheduler kube-scheduler --kubeconfig "$KUBECONFIG_FILE" --bind-address 127.0.0.1 --leader-elect=false
 wait "$importing" || { log "importing the images of $IMAGES failed"; exit 1; }
-log "images imported: $(ls "$IMAGES" | tr '\n' ' ')"
+log "images imported: $(cd "$IMAGES" && printf '%s ' *)"
 
 mkdir -p "$RUN/kubelet"
 start kubelet kubelet --config "$ETC/kubelet.yaml" --kubeconfig "$KUBECONFIG_FILE" \
@@ -104,6 +105,7 @@ wait_for "node $NODE_NAME" 120 kc wait --for=condition=Ready "node/$NODE_NAME" -
 log "node Ready"
 
 kc -n kube-system create configmap coredns --from-file=Corefile="$ETC/Corefile" --dry-run=client -o yaml | kc apply -f - >/dev/null
+# shellcheck disable=SC2016,SC2034,SC2269 # variables for envsubst, and its list of names unexpanded
 COREFILE_HASH=$(sha256sum "$ETC/Corefile" | cut -c1-16) COREDNS_VERSION=$(cat "$BIN/coredns.version") DNS_IP=$DNS_IP \
   envsubst '${COREFILE_HASH} ${COREDNS_VERSION} ${DNS_IP}' <"$SRC/manifests/coredns.yaml" | kc apply -f - >/dev/null
 kc -n kube-system rollout status deploy/coredns --timeout=120s >/dev/null

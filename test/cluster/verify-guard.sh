@@ -43,8 +43,9 @@ for a in 10.255.255.53 192.0.2.1; do
 done
 
 # DNS: pods get only the cluster DNS; CoreDNS forwards nothing.
-[ "$(grep -v '^#' "$ETC/resolv.conf" | grep -c nameserver)" = 1 ] &&
-  grep -qx "nameserver $DNS_IP" "$ETC/resolv.conf" || fail "$ETC/resolv.conf names more than $DNS_IP"
+if [ "$(grep -v '^#' "$ETC/resolv.conf" | grep -c nameserver)" != 1 ] || ! grep -qx "nameserver $DNS_IP" "$ETC/resolv.conf"; then
+  fail "$ETC/resolv.conf names more than $DNS_IP"
+fi
 ! grep -Eq '^\s*(forward|proxy|grpc)\b' "$ETC/Corefile" || fail "Corefile forwards"
 
 # Running processes carry the flags the guard relies on.
