@@ -100,9 +100,14 @@ test-compile:
 # test binary and inputs did not change is not run again. The boundaries
 # test reads the packages' imports through `go list`, which the cache
 # cannot see, so it always runs, and only once.
-unit: ## unit tests, with the race detector
-	$(GO) test -race -timeout 20m $$($(GO) list ./... | grep -vx knative.dev/event-forwarding-proxy/test/boundaries)
-	$(GO) test -race -count=1 ./test/boundaries/
+# PKG narrows it to some packages (make unit PKG=./proxy/...).
+PKG ?= ./...
+BOUNDARIES_PKG := knative.dev/event-forwarding-proxy/test/boundaries
+unit: ## unit tests, with the race detector (PKG=./proxy/... for some)
+	@pkgs=$$($(GO) list $(PKG)) || exit 1; \
+	rest=$$(echo "$$pkgs" | grep -vx $(BOUNDARIES_PKG) || true); \
+	if [ -n "$$rest" ]; then echo "$(GO) test -race -timeout 20m ($(PKG))"; $(GO) test -race -timeout 20m $$rest || exit 1; fi; \
+	if echo "$$pkgs" | grep -qx $(BOUNDARIES_PKG); then echo "$(GO) test -race -count=1 ./test/boundaries/"; $(GO) test -race -count=1 ./test/boundaries/; fi
 
 # Tests that need kube-apiserver and etcd (tools), Prometheus and promtool
 # (prometheus-tools), or build the project's binaries and run them as
