@@ -108,6 +108,7 @@ func TestServiceSettings(t *testing.T) {
 				{name: "timeoutSeconds", got: *spec.TimeoutSeconds, want: int64(600)},
 				{name: "responseStartTimeoutSeconds", got: *spec.ResponseStartTimeoutSeconds, want: int64(600)},
 				{name: "min-scale", got: annotations[autoscaling.MinScaleAnnotationKey], want: "2"},
+				{name: "max-scale", got: annotations[autoscaling.MaxScaleAnnotationKey], want: "100"},
 				{name: "FORWARD_AUTH", got: env["FORWARD_AUTH"], want: "oidc"},
 				{name: "FORWARD_MAX_INFLIGHT is set", got: env["FORWARD_MAX_INFLIGHT"] != "", want: true},
 				{name: "queue-proxy never queues", got: *spec.ContainerConcurrency >= int64(proxy.MaxInflight), want: true},
