@@ -42,8 +42,8 @@ import (
 // describe: the release's images running by their digests, the proxy
 // Service Ready with the default (async) profile and reachable through the
 // ingress, its held-call gauge served to the HPA, the adapter's Deployment
-// upstream's but for the image, Eventing's config-leader-election
-// untouched, forwarding on.
+// upstream's but for the image, the disruption budgets of both counting
+// their pods, Eventing's config-leader-election untouched, forwarding on.
 func TestInstall(t *testing.T) {
 	installStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
@@ -159,6 +159,26 @@ func TestInstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkUpstreamsButTheImage(t, up.Spec.Template, d.Spec.Template)
+	})
+
+	t.Run("disruption budgets", func(t *testing.T) {
+		// The disruption controller finds the pods each budget selects:
+		// the proxy's two (min-scale) or more, the adapter's two, one of
+		// each allowed to go at a time once all are ready.
+		for _, name := range []string{proxyService, adapterHPAName} {
+			var last string
+			eventually(t, 2*time.Minute, time.Second, func() string { return "disruption budget " + name + ": " + last }, func() bool {
+				pdb, err := cluster.kube.PolicyV1().PodDisruptionBudgets(systemNamespace).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					last = err.Error()
+					return false
+				}
+				last = fmt.Sprintf("%d pods expected, %d healthy, %d disruptions allowed", pdb.Status.ExpectedPods,
+					pdb.Status.CurrentHealthy, pdb.Status.DisruptionsAllowed)
+				return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods >= 2 && pdb.Status.DisruptionsAllowed == 1
+			})
+			t.Logf("disruption budget %s: %s", name, last)
+		}
 	})
 
 	t.Run("Eventing's leader election untouched", func(t *testing.T) {

@@ -130,7 +130,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 			_, err := cluster.dynamic.Resource(ksvcGVR).Namespace(systemNamespace).Get(ctx, proxyService, metav1.GetOptions{})
 			return err != nil
 		})
-		left, err := kubectl("get", "serviceaccount,configmap,role,rolebinding,clusterrole,clusterrolebinding,hpa", "-A",
+		left, err := kubectl("get", "serviceaccount,configmap,role,rolebinding,clusterrole,clusterrolebinding,hpa,poddisruptionbudget", "-A",
 			"-l", "app.kubernetes.io/name=event-forwarding-proxy", "-o", "name")
 		if err != nil || strings.TrimSpace(string(left)) != "" {
 			t.Errorf("left after the uninstall (%v): %s", err, left)
