@@ -88,7 +88,7 @@ func (l *handoverLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 
 func (l *handoverLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	lease, err := l.client.Leases(l.namespace).Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace, Labels: map[string]string{PartOfLabel: PartOfValue}},
 		Spec:       resourcelock.LeaderElectionRecordToLeaseSpec(&ler),
 	}, metav1.CreateOptions{})
 	if err != nil {

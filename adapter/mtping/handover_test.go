@@ -216,6 +216,9 @@ func TestHandoverLockCarriesTheMark(t *testing.T) {
 
 	a, b, c := newLock("a", &mark), newLock("b", nil), newLock("c", &mark)
 	step("a creates", a.Create(ctx, record("a", 0)))
+	if got := lease().Labels[PartOfLabel]; got != PartOfValue {
+		t.Errorf("created Lease labelled %s=%q, want %q: the uninstall finds it by that", PartOfLabel, got, PartOfValue)
+	}
 	if got := a.takeInherited(); !got.IsZero() {
 		t.Errorf("a created the Lease and inherited %v", got)
 	}

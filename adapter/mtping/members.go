@@ -37,6 +37,15 @@ import (
 // how many share the buckets. Its value is the adapter's component name.
 const MemberLabel = "event-forwarding.knative.dev/member-of"
 
+// PartOfLabel and PartOfValue mark every Lease this adapter creates (its
+// member slots and the bucket Leases it makes first) as the release marks
+// its objects, so that the uninstall finds them (docs/install.md). A
+// bucket Lease upstream's adapter made first carries no such label.
+const (
+	PartOfLabel = "app.kubernetes.io/name"
+	PartOfValue = "event-forwarding-proxy"
+)
+
 // MemberSlotName is the name of member slot i: the buckets' prefix,
 // "member" and the slot's number. There are as many slots as buckets: a
 // replica beyond that many would lead no bucket anyway.
@@ -215,7 +224,7 @@ func (m *memberSlots) write(ctx context.Context, name string) error {
 		written, err = leases.Update(ctx, &l, metav1.UpdateOptions{})
 	} else {
 		written, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{MemberLabel: m.component}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{MemberLabel: m.component, PartOfLabel: PartOfValue}},
 			Spec:       spec,
 		}, metav1.CreateOptions{})
 	}

@@ -99,6 +99,9 @@ func TestMemberSlots(t *testing.T) {
 		var hs []string
 		for _, l := range list.Items {
 			hs = append(hs, holderOf(&l))
+			if l.Labels[PartOfLabel] != PartOfValue {
+				t.Errorf("slot %s has no %s=%s label: the uninstall finds the slots by it", l.Name, PartOfLabel, PartOfValue)
+			}
 		}
 		slices.Sort(hs)
 		return hs
