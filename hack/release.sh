@@ -13,11 +13,14 @@ REGISTRY=${RELEASE_REGISTRY:-dev.local}
 OUT=${RELEASE_DIR:-$ROOT/release}
 PLATFORMS=${RELEASE_PLATFORMS:-linux/amd64,linux/arm64}
 IMGTAR=${IMGTAR:?the path of hack/imgtar built}
-BUILD=$ROOT/.cache/release
+# The binaries, in a folder of this run's own: two builds at once (make
+# test's cluster lane and TestRelease) never pack each other's.
+BUILD=$(mktemp -d)
+trap 'rm -rf "$BUILD"' EXIT
 # The tree's version; "dev" outside a git checkout.
 VERSION=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
 MODULE=knative.dev/event-forwarding-proxy
-mkdir -p "$BUILD" "$OUT/images"
+mkdir -p "$OUT/images"
 rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"
 
 # image CMD [-env K=V]...: builds cmd/CMD for every platform and its OCI
