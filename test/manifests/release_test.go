@@ -121,6 +121,60 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("docs name what the release holds", func(t *testing.T) { checkInstallDoc(t, out) })
+	t.Run("the switch to sync leaves nothing behind", func(t *testing.T) { checkSwitchToSync(t, out) })
+}
+
+// kubectlNames are the names kubectl delete takes for kinds whose lower
+// case is not the short one docs/install.md writes.
+var kubectlNames = map[string]string{"HorizontalPodAutoscaler": "hpa", "PodDisruptionBudget": "pdb"}
+
+// checkSwitchToSync checks that docs/install.md's switch to the sync
+// profile deletes every object the default (async) profile holds and
+// the sync one does not: applying the sync YAML leaves them in place.
+func checkSwitchToSync(t *testing.T, out string) {
+	t.Helper()
+	objects := func(profile string) map[string]Document {
+		file := "event-forwarding-proxy-" + profile + ".yaml"
+		docs, err := readFile(filepath.Join(out, file), file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]Document{}
+		for _, d := range docs {
+			m[objectKey(d)] = d
+		}
+		return m
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs/install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "<!-- test: switch-to-sync -->\n```sh\n")
+	if !ok {
+		t.Fatal("docs/install.md has no shell block marked switch-to-sync")
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	if !strings.Contains(block, "kubectl apply -f release/event-forwarding-proxy-sync.yaml") {
+		t.Errorf("the switch to sync does not apply the sync profile:\n%s", block)
+	}
+	sync := objects("sync")
+	only := 0
+	for key, d := range objects("async") {
+		if _, ok := sync[key]; ok {
+			continue
+		}
+		only++
+		kind := kubectlNames[d.GVK.Kind]
+		if kind == "" {
+			kind = strings.ToLower(d.GVK.Kind)
+		}
+		if del := fmt.Sprintf("kubectl -n %s delete %s %s", d.Namespace, kind, d.Name); !strings.Contains(block, del) {
+			t.Errorf("the switch to sync leaves %s behind: no %q in\n%s", key, del, block)
+		}
+	}
+	if only == 0 {
+		t.Error("the async profile holds nothing the sync one does not: the check checks nothing")
+	}
 }
 
 // buildRelease runs hack/release.sh into out.
