@@ -45,7 +45,8 @@ PROXY_IMAGE=$(image proxy)
 # sets an unset SYSTEM_NAMESPACE to knative-testing).
 MTPING_IMAGE=$(image mtping -env GODEBUG=adaptivestackstart=0 -env SYSTEM_NAMESPACE=knative-eventing)
 
-# profile NAME FILE...: one YAML of the files, images resolved.
+# profile NAME FILE...: one YAML of the files, images resolved, each
+# object labelled with the release's version beside the project's name.
 profile() {
   local name=$1 f
   shift
@@ -61,6 +62,7 @@ HEADER
       grep -v '^# ' "$f" | grep -v '^#$'
     done
   } | sed -e "s|ko://$MODULE/cmd/proxy|$PROXY_IMAGE|" -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
+    -e "s|^    app.kubernetes.io/name: event-forwarding-proxy\$|&\n    app.kubernetes.io/version: $VERSION|" \
     >"$OUT/event-forwarding-proxy-$name.yaml"
 }
 base=()

@@ -89,7 +89,7 @@ func TestRelease(t *testing.T) {
 				}
 				// The proxy's image only: the adapter's is in the patch.
 				checkReleaseImages(t, docs, map[string]string{"event-forwarding-proxy": digests["event-forwarding-proxy"]})
-				checkReleaseObjects(t, docs, files, digests)
+				checkReleaseObjects(t, docs, files, digests, releaseVersion(t, string(text)))
 			})
 		}
 	})
@@ -330,7 +330,7 @@ func containerImages(t *testing.T, d Document) []string {
 // Service, and the profile's files (its Service first), each the same as
 // its source but for the images; and nothing of Eventing's
 // config-leader-election.
-func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, digests map[string]string) {
+func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, digests map[string]string, version string) {
 	t.Helper()
 	src, err := Load(repoRoot, "config")
 	if err != nil {
@@ -339,7 +339,7 @@ func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, d
 	want := map[string]any{}
 	for _, d := range src {
 		if d.File != "config/400-proxy.yaml" {
-			want[objectKey(d)] = resolved(t, d, digests)
+			want[objectKey(d)] = versioned(t, d, resolved(t, d, digests), version)
 		}
 	}
 	for _, f := range profileFiles {
@@ -348,7 +348,7 @@ func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, d
 			t.Fatal(err)
 		}
 		for _, d := range fileDocs {
-			want[objectKey(d)] = resolved(t, d, digests)
+			want[objectKey(d)] = versioned(t, d, resolved(t, d, digests), version)
 		}
 	}
 	got := map[string]any{}
@@ -368,6 +368,31 @@ func checkReleaseObjects(t *testing.T, docs []Document, profileFiles []string, d
 			t.Errorf("%s differs from config/:\n got %s\nwant %s", k, gj, wj)
 		}
 	}
+}
+
+// releaseVersion is the version a release YAML's header names.
+func releaseVersion(t *testing.T, text string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^# event-forwarding-proxy (\S+), `).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("the release YAML's header names no version")
+	}
+	return m[1]
+}
+
+// versioned is v, an object of config/, as the release writes it: with
+// the label app.kubernetes.io/version beside app.kubernetes.io/name, which
+// every object of config/ must carry.
+func versioned(t *testing.T, d Document, v any, version string) any {
+	t.Helper()
+	meta, _ := v.(map[string]any)["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels["app.kubernetes.io/name"] != "event-forwarding-proxy" {
+		t.Errorf("%s has no label app.kubernetes.io/name: event-forwarding-proxy", d)
+		return v
+	}
+	labels["app.kubernetes.io/version"] = version
+	return v
 }
 
 func objectKey(d Document) string {
