@@ -227,8 +227,10 @@ IMGTAR := $(TOOLS_BIN)/imgtar
 RELEASE_REGISTRY ?= dev.local
 RELEASE_PLATFORMS ?= linux/amd64,linux/arm64
 .PHONY: release
-release: $(IMGTAR) ## release/: one YAML per profile, images by digest
-	RELEASE_REGISTRY=$(RELEASE_REGISTRY) RELEASE_PLATFORMS=$(RELEASE_PLATFORMS) IMGTAR=$(IMGTAR) hack/release.sh
+# VERSION=vX.Y.Z on the command line names a release, which CHANGELOG.md
+# must describe; without it, the tree's git describe.
+release: $(IMGTAR) ## release/: one YAML per profile, images by digest (VERSION=vX.Y.Z for a named one)
+	RELEASE_VERSION=$(if $(filter command line,$(origin VERSION)),$(VERSION)) RELEASE_REGISTRY=$(RELEASE_REGISTRY) RELEASE_PLATFORMS=$(RELEASE_PLATFORMS) IMGTAR=$(IMGTAR) hack/release.sh
 
 # The image-archive writer of the release and the cluster's images.
 STAMP_imgtar = $(wildcard hack/imgtar/*.go) $(STATIC_BUILD_MK)

@@ -3,6 +3,7 @@
 # per profile one YAML with them by digest, from config/. Nothing is
 # pushed; docs/install.md says how.
 #
+#   RELEASE_VERSION   vX.Y.Z, described in CHANGELOG.md (default: git describe)
 #   RELEASE_REGISTRY  where the images will live (default dev.local, the test cluster's)
 #   RELEASE_DIR       output folder (default release)
 #   RELEASE_PLATFORMS os/arch list (default linux/amd64,linux/arm64)
@@ -17,8 +18,16 @@ IMGTAR=${IMGTAR:?the path of hack/imgtar built}
 # test's cluster lane and TestRelease) never pack each other's.
 BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT
-# The tree's version; "dev" outside a git checkout.
-VERSION=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
+# RELEASE_VERSION (vX.Y.Z) names a release, which CHANGELOG.md must
+# describe under its own heading; without it, the tree's version ("dev"
+# outside a git checkout).
+VERSION=${RELEASE_VERSION:-}
+if [ -n "$VERSION" ]; then
+  [[ $VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "release: VERSION=$VERSION is not vX.Y.Z" >&2; exit 1; }
+  grep -qx "## $VERSION" "$ROOT/CHANGELOG.md" || { echo "release: CHANGELOG.md has no section ## $VERSION" >&2; exit 1; }
+else
+  VERSION=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
+fi
 MODULE=knative.dev/event-forwarding-proxy
 mkdir -p "$OUT/images"
 rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"
