@@ -33,9 +33,9 @@ import (
 // claimLocked claims the ticks of j due by now that are not sent yet, so
 // that no other run sends them, and returns them oldest first: none when
 // the next tick is not due. Ticks due more than catchUpBound before now
-// are not sent, but the one due last always is: the bucket's Lease may
-// have passed to another replica meanwhile, which fired them. Those are
-// logged as lost.
+// are not sent, and are logged: the bucket's Lease may have passed to
+// another replica meanwhile, which fired them. The cron's own run always
+// sends one.
 func (a *Adapter) claimLocked(j *job, now time.Time) []time.Time {
 	first := time.Unix(0, j.due.Load())
 	if first.After(now) {
@@ -50,14 +50,22 @@ func (a *Adapter) claimLocked(j *job, now time.Time) []time.Time {
 	for due := from; !due.After(now); due = j.schedule.Next(due) {
 		dues = append(dues, due)
 	}
-	if len(dues) == 0 {
+	switch {
+	case from.Equal(first):
+	case len(dues) > 0:
+		a.logNotSent(j, first, dues[0])
+	default: // none within the bound: the oldest stands for the cron's run
 		dues = []time.Time{first}
-	}
-	if !from.Equal(first) && j.schedule.Next(first).Before(dues[0]) {
-		a.p.Logger.Warnw("Ticks due more than a lease duration ago were not sent: the adapter could not run meanwhile",
-			zap.Stringer("pingsource", j.key), zap.Time("from", first), zap.Time("before", dues[0]))
+		if next := j.schedule.Next(first); !next.After(now) {
+			a.logNotSent(j, next, now)
+		}
 	}
 	return dues
+}
+
+func (a *Adapter) logNotSent(j *job, from, before time.Time) {
+	a.p.Logger.Warnw("Ticks due more than a lease duration ago were not sent: the adapter could not run meanwhile",
+		zap.Stringer("pingsource", j.key), zap.Time("from", from), zap.Time("before", before))
 }
 
 // sendOverdueLocked starts the sends of every tick of dues but the last

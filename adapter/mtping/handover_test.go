@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -293,6 +295,8 @@ func TestALateCronSendsTheTicksItSkipped(t *testing.T) {
 // bucket's Lease may have passed to another replica meanwhile.
 func TestALateCronSendsNothingOlderThanALeaseDuration(t *testing.T) {
 	cf := newClockFixture(t)
+	core, logs := observer.New(zap.WarnLevel)
+	cf.a.p.Logger = zap.New(core).Sugar()
 	cf.a.promote(cf.buckets[0], cf.ctx, time.Time{}) // next tick 10:00:02
 	cf.set(at(22, 500))                              // 15 s back is 10:00:07.5
 	cf.fireAll()
@@ -300,6 +304,17 @@ func TestALateCronSendsNothingOlderThanALeaseDuration(t *testing.T) {
 	want := []time.Time{at(8, 0), at(10, 0), at(12, 0), at(14, 0), at(16, 0), at(18, 0), at(20, 0), at(22, 0)}
 	if !slices.EqualFunc(got, want, time.Time.Equal) {
 		t.Errorf("sent %v, want %v", got, want)
+	}
+	// The ticks of 10:00:02 to :06 are lost, and said so.
+	notSent := logs.FilterMessageSnippet("were not sent").All()
+	if len(notSent) != 1 {
+		t.Fatalf("%d lines about the ticks not sent, want 1: %v", len(notSent), logs.All())
+	}
+	fields := notSent[0].ContextMap()
+	from, _ := fields["from"].(time.Time)
+	before, _ := fields["before"].(time.Time)
+	if !from.Equal(at(2, 0)) || !before.Equal(at(8, 0)) {
+		t.Errorf("not sent from %v before %v, want %v and %v", from, before, at(2, 0), at(8, 0))
 	}
 }
 
