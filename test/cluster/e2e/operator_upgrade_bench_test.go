@@ -43,7 +43,7 @@ func BenchmarkOperatorUpgrade(b *testing.B) {
 	defer cancel()
 	current, previous := eventingVersion(b), builtVersion(b, "eventing-prev")
 	s := newSink(ctx, b, newNamespace(ctx, b, "opupgrade"))
-	addOperatorSources(ctx, b, s, operatorSchedule)
+	addOperatorSources(ctx, b, s, operatorBenchSchedule)
 	b.Cleanup(func() {
 		// The benchmarks after this one need the project installed again.
 		stopOperator(b)
@@ -82,7 +82,7 @@ func BenchmarkOperatorUpgrade(b *testing.B) {
 	move(downgrade, previous)
 	move(upgrade, current)
 
-	for _, c := range checkStepTicks(ctx, b, s, operatorTicks, steps, start) {
+	for _, c := range checkStepTicks(ctx, b, s, operatorTicks(operatorBenchTick), steps, start) {
 		if c.step == upgrade {
 			b.ReportMetric(float64(c.due-c.fired), "missed-ticks")
 			b.ReportMetric(float64(c.twice), "twice-ticks")

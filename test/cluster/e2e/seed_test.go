@@ -31,20 +31,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The seed scenario, compressed in time: PingSources firing every 5 s to
-// one sink that holds each call 60 s, more of them in the cluster than the
+// The seed scenario, compressed in time: PingSources firing every 3 s to
+// one sink that holds each call 36 s, more of them in the cluster than the
 // threshold, which counts them all: 95 against 60, where each of the 2
 // adapter replicas fires about 47, under it. At the steady state the proxy
 // holds sources x 12 calls; 95 sources make 1,140: more than the 2 x 440
 // at which the HPA scales the default profile's min-scale pods out (target
-// 400, tolerance 10 %), reached 47 s into the load, and less than the
+// 400, tolerance 10 %), reached 28 s into the load, and less than the
 // 2 x 675 one destination may hold in them, so the proxy always has room
-// and no event should go direct.
+// and no event should go direct. The short tick and hold keep the climb
+// and the drain, which the scenarios after it wait for, short.
 const (
 	seedSources   = 95
 	seedThreshold = "60"
-	seedTick      = 5 * time.Second
-	seedHold      = 60 * time.Second
+	seedTick      = 3 * time.Second
+	seedHold      = 36 * time.Second
 	seedLoad      = 4 * time.Minute // firing, after every source is Ready: at most, until the proxy scaled out
 	adapterPort   = 9090            // the adapter's /metrics
 	proxyMetrics  = 9095            // the proxy's /metrics in its pods

@@ -41,7 +41,7 @@ apiVersion: sources.knative.dev/v1
 kind: PingSource
 metadata: {name: upgrade, namespace: "{{NAMESPACE}}"}
 spec:
-  schedule: "*/5 * * * * *"
+  schedule: "*/2 * * * * *"
   data: '{"upgrade":true}'
   sink:
     ref: {apiVersion: serving.knative.dev/v1, kind: Service, name: e2esink}
@@ -145,9 +145,9 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	checkStepTicks(ctx, t, s, upgradeTicks, steps, start)
 }
 
-// upgradeTicks are the upgrade source's ticks, as checkStepTicks counts
-// them.
-var upgradeTicks = tickedSources{name: "/pingsources/upgrade", sources: 1, every: 5 * time.Second}
+// upgradeTicks are the upgrade source's ticks (its schedule's */2), as
+// checkStepTicks counts them. Each step waits for two of them.
+var upgradeTicks = tickedSources{name: "/pingsources/upgrade", sources: 1, every: 2 * time.Second}
 
 // checkLeaderElectionUntouched checks that Eventing's
 // config-leader-election is as Eventing ships it (its example only): the
