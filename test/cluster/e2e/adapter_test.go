@@ -61,8 +61,8 @@ const (
 )
 
 // The scenario's sources are created early, on a schedule that fires
-// once a year, while the seed scenario's calls drain (no send of theirs
-// may count in its checks), and switched to theirs when a step needs
+// once a year, during the seed load once its own sources are Ready (no
+// send of theirs may count in its checks), and switched to theirs when a step needs
 // them: Eventing readies sources one after the other, 2,000 of them over
 // minutes. The adapter reads a source's schedule from its spec, so a
 // switch takes effect without the controller.
@@ -109,8 +109,8 @@ func TestAdapter(t *testing.T) {
 	t.Parallel()          // beside the seed scenario's scale-in
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
-	// Sinks and idle sources while the seed scenario's calls drain.
-	after(t, upgradeStage, oidcStage, heartbeatsStage, seedScaleOutStage)
+	// Sinks and idle sources during the seed load, its sources Ready.
+	after(t, upgradeStage, oidcStage, heartbeatsStage, seedSourcesStage)
 	ns := newNamespace(ctx, t, "ha")
 	s := newSink(ctx, t, ns)
 	loadNS := newNamespace(ctx, t, "hpa")

@@ -104,10 +104,10 @@ spec:
 // (stopOperator).
 func TestOperator(t *testing.T) {
 	t.Parallel()
-	// The sources are made ready, idle, while the seed scenario's calls
-	// drain (as the adapter scenario's, before its 2,000), and fire, to a
-	// sink of their own, once its load is over.
-	after(t, upgradeStage, oidcStage, heartbeatsStage, seedScaleOutStage)
+	// The sources are made ready, idle, during the seed load (as the
+	// adapter scenario's, before its 2,000), and fire, to a sink of their
+	// own, once it is over.
+	after(t, upgradeStage, oidcStage, heartbeatsStage, seedSourcesStage)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	s := newSink(ctx, t, newNamespace(ctx, t, "operator"))

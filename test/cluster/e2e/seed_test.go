@@ -76,7 +76,7 @@ spec:
 // every event reaches its sink exactly once.
 func TestSeedScenario(t *testing.T) {
 	seedLoadStage.begin(t) // before t.Parallel: see stages_test.go
-	seedScaleOutStage.begin(t)
+	seedSourcesStage.begin(t)
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestSeedScenario(t *testing.T) {
 	// are gone when the adapter's scenario starts.
 	var loadStopped time.Time
 	loaded := t.Run("load", func(t *testing.T) { loadStopped = seedScenarioLoad(ctx, t, s) })
-	seedScaleOutStage.end()
+	seedSourcesStage.end()
 	seedLoadStage.end()
 	if !loaded {
 		return
@@ -134,6 +134,7 @@ func seedScenarioLoad(ctx context.Context, t *testing.T, s *sink) time.Time {
 		waitReady(ctx, t, pingSourceGVR, ns, fmt.Sprintf("seed-%03d", i), 2*time.Minute)
 	}
 	t.Logf("%d PingSources Ready after %v", seedSources, time.Since(start).Round(time.Second))
+	seedSourcesStage.end()
 
 	// Load: watch the proxy's pods and held calls while the sources fire,
 	// until a pod beyond min-scale is ready.
@@ -157,7 +158,6 @@ func seedScenarioLoad(ctx context.Context, t *testing.T, s *sink) time.Time {
 	if err := cluster.kube.CoreV1().Pods(systemNamespace).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	seedScaleOutStage.end()
 
 	// Stop the load; every call the sink holds ends within seedHold.
 	for i := range seedSources {

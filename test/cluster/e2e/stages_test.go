@@ -41,12 +41,12 @@ import (
 //     only once they are over.
 //  3. The seed scenario's wait for the HPA to scale the proxy back in (its
 //     five minutes of stabilization) beside the adapter scenario. Its
-//     sources, the Operator flavour's, and their sinks, are made while
-//     the seed load's calls drain (seedScaleOutStage), on a schedule that
-//     does not fire, and switched to theirs once the load is over: so
-//     Eventing's controller, which readies sources one after the other,
-//     has most of the adapter scenario's 2,000 Ready by its step that
-//     needs them.
+//     sources, the Operator flavour's, and their sinks, are made during
+//     the seed load, once its own sources are Ready (seedSourcesStage),
+//     on a schedule that does not fire, and switched to theirs once the
+//     load is over: so Eventing's controller, which readies sources one
+//     after the other, has most of the adapter scenario's 2,000 Ready by
+//     its step that needs them.
 //  4. The Operator flavour (TestOperator), alone once the adapter
 //     scenario is over: the Knative Operator takes Eventing over, which
 //     rolls out Eventing's controller and the adapter.
@@ -67,15 +67,16 @@ import (
 var (
 	upgradeStage  = newStage("the upgrade scenario")
 	seedLoadStage = newStage("the seed scenario's load")
-	// seedScaleOutStage ends once the seed load has scaled the proxy out
-	// and a pod holding calls is deleted: the rest of the load is the
-	// calls' drain, which leaves the node's CPU mostly idle.
-	seedScaleOutStage = newStage("the seed scenario's scale-out")
-	installStage      = newStage("the install's checks")
-	realPathStage     = newStage("the real-path scenario")
-	heartbeatsStage   = newStage("the heartbeats scenario")
-	oidcStage         = newStage("the OIDC scenario")
-	adapterStage      = newStage("the adapter scenario")
+	// seedSourcesStage ends once the seed scenario's sources are Ready:
+	// Eventing's controller, which readies sources one after the other,
+	// has no more to do for its load, which leaves the node's CPU mostly
+	// idle while the HPA waits for the held calls to climb.
+	seedSourcesStage = newStage("the seed scenario's sources")
+	installStage     = newStage("the install's checks")
+	realPathStage    = newStage("the real-path scenario")
+	heartbeatsStage  = newStage("the heartbeats scenario")
+	oidcStage        = newStage("the OIDC scenario")
+	adapterStage     = newStage("the adapter scenario")
 )
 
 // stagesDeadline bounds a wait for a stage: longer than any scenario's own
