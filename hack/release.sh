@@ -30,7 +30,7 @@ else
 fi
 MODULE=knative.dev/event-forwarding-proxy
 mkdir -p "$OUT/images"
-rm -f "$OUT"/*.yaml "$OUT"/images/*.tar "$OUT/SHA256SUMS"
+rm -f "$OUT"/*.yaml "$OUT"/preflight.sh "$OUT"/images/*.tar "$OUT/SHA256SUMS"
 
 # image CMD [-env K=V]...: builds cmd/CMD for every platform and its OCI
 # archive, with the image config's environment given; prints the image by
@@ -87,5 +87,7 @@ sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" -e '/^# This folder/,$d' \
 # The same, for Eventing managed by the Knative Operator.
 sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
   "$ROOT/config/patches/knativeeventing.yaml" >"$OUT/knativeeventing-patch.yaml"
-(cd "$OUT" && sha256sum ./*.yaml images/*.tar >SHA256SUMS)
+# What the install checks first (docs/install.md): it only reads.
+cp "$ROOT/config/preflight.sh" "$OUT/preflight.sh"
+(cd "$OUT" && sha256sum ./*.yaml preflight.sh images/*.tar >SHA256SUMS)
 echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

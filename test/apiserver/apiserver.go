@@ -56,6 +56,9 @@ type Server struct {
 	// CAData is the PEM bundle that verifies the API server's serving
 	// certificate.
 	CAData []byte
+	// Kubectl is the path of kubectl at the API server's version, for
+	// scripts run against it (with KUBECONFIG=Kubeconfig).
+	Kubectl string
 }
 
 const (
@@ -168,7 +171,7 @@ func start(bins toolBinaries, dir string) (s *Server, stop func(), err error) {
 	}
 	procs = append(procs, api)
 
-	s = &Server{URL: url, Issuer: url, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	s = &Server{URL: url, Issuer: url, Kubeconfig: filepath.Join(dir, "kubeconfig"), Kubectl: bins.kubectl}
 	ready := func() bool {
 		if s.CAData == nil {
 			// Written by kube-apiserver before it serves: the serving

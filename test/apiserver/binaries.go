@@ -28,15 +28,16 @@ import (
 // module is the main module's path; its root holds .cache/bin.
 const module = "knative.dev/event-forwarding-proxy"
 
-// toolsEnv names a folder holding kube-apiserver and etcd, instead of the
-// repository's .cache/bin.
+// toolsEnv names a folder holding kube-apiserver, etcd and kubectl,
+// instead of the repository's .cache/bin.
 const toolsEnv = "TEST_TOOLS_BIN"
 
 type toolBinaries struct {
-	apiserver, etcd string
+	apiserver, etcd, kubectl string
 }
 
-// binaries finds kube-apiserver and etcd, or says how to build them.
+// binaries finds kube-apiserver, etcd and kubectl, or says how to build
+// them.
 func binaries() (toolBinaries, error) {
 	dir := os.Getenv(toolsEnv)
 	if dir == "" {
@@ -46,11 +47,11 @@ func binaries() (toolBinaries, error) {
 		}
 		dir = filepath.Join(root, ".cache", "bin")
 	}
-	b := toolBinaries{apiserver: filepath.Join(dir, "kube-apiserver"), etcd: filepath.Join(dir, "etcd")}
-	for _, f := range []string{b.apiserver, b.etcd} {
+	b := toolBinaries{apiserver: filepath.Join(dir, "kube-apiserver"), etcd: filepath.Join(dir, "etcd"), kubectl: filepath.Join(dir, "kubectl")}
+	for _, f := range []string{b.apiserver, b.etcd, b.kubectl} {
 		if st, err := os.Stat(f); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 			return toolBinaries{}, fmt.Errorf("%s is missing or not executable: run `make tools` at the repository root "+
-				"(it builds kube-apiserver and etcd into .cache/bin; `make test` does it first), or set %s", f, toolsEnv)
+				"(it builds kube-apiserver, etcd and kubectl into .cache/bin; `make test` does it first), or set %s", f, toolsEnv)
 		}
 	}
 	return b, nil

@@ -45,9 +45,9 @@ cluster-deps:
 	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler kubectl
+CLUSTER_K8S := kubelet kube-proxy kube-controller-manager kube-scheduler
 CLUSTER_SMALL := pause probe hello podsd e2esink
-cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) \
+cluster-bins: cluster-serving-bins cluster-eventing-bins cluster-monitoring-bins $(TOOLS_BIN)/kube-apiserver $(TOOLS_BIN)/etcd $(CLUSTER_K8S:%=$(CLUSTER_BIN)/%) $(CLUSTER_BIN)/kubectl \
 	$(CLUSTER_BIN)/coredns $(CLUSTER_BIN)/coredns.version $(CLUSTER_SMALL:%=$(CLUSTER_BIN)/%) $(IMGTAR)
 
 # Kubernetes v1.37.2 from the same pinned module as kube-apiserver. Each
@@ -64,6 +64,11 @@ $(CLUSTER_BIN)/coredns: $(STAMPS)/coredns
 $(CLUSTER_BIN)/coredns.version: $(STAMPS)/coredns
 	@mkdir -p $(@D)
 	echo $(call modversion,test/cluster/coredns,github.com/coredns/coredns) >$@
+
+# kubectl is the tests' (make tools), beside the node's binaries.
+$(CLUSTER_BIN)/kubectl: $(TOOLS_BIN)/kubectl
+	@mkdir -p $(@D)
+	cp $< $@
 
 # The small static programs of test/cluster (standard library only).
 $(foreach p,$(CLUSTER_SMALL),$(eval STAMP_$(p) = test/cluster/$(p)/main.go $(STATIC_BUILD_MK)))

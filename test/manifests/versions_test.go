@@ -17,9 +17,11 @@ limitations under the License.
 package manifests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -72,5 +74,35 @@ func TestInstallNamesTheVersionsTested(t *testing.T) {
 		if !strings.Contains(row, want) {
 			t.Errorf("docs/install.md's row %q does not name %s %s (%s): %q", m.row, m.module, want, m.gomod, row)
 		}
+	}
+}
+
+// TestPreflightKnowsTheVersionsTested keeps the Knative minors
+// config/preflight.sh accepts those of the Eventing modules the cluster
+// tests: v0.X.Y of knative.dev/eventing is Knative 1.(X-27).Y.
+func TestPreflightKnowsTheVersionsTested(t *testing.T) {
+	var want []string
+	for _, gomod := range []string{"test/cluster/eventing-prev/go.mod", "test/cluster/eventing/go.mod"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, gomod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^\s*knative\.dev/eventing v0\.([0-9]+)\.`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("%s requires no knative.dev/eventing v0.X.Y", gomod)
+		}
+		minor, err := strconv.Atoi(string(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("1.%d", minor-27))
+	}
+	script, err := os.ReadFile(filepath.Join(repoRoot, "config/preflight.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("tested_minors=%q\n", strings.Join(want, " "))
+	if !strings.Contains(string(script), line) {
+		t.Errorf("config/preflight.sh has no line %q: the Eventing modules the cluster tests are %v", strings.TrimSpace(line), want)
 	}
 }

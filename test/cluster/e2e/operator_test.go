@@ -137,6 +137,7 @@ func TestOperator(t *testing.T) {
 		// one does not matter here; the next step makes it the Operator's.
 		t.Logf("the adapter runs %s", adapterImage(ctx, t))
 		firing(t, "under the Operator")
+		checkPreflightRefusesKubectl(t)
 	})
 
 	t.Run("an image change by the Operator undoes a patch", func(t *testing.T) {

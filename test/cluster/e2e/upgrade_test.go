@@ -52,8 +52,9 @@ spec:
 // Eventing upgrade, the way back to upstream's adapter and the uninstall
 // (test/cluster/docblock.sh), checking after each step what the page says
 // happens and that the PingSource keeps firing, and that none of its
-// ticks fires twice (each step's ticks are logged); then installs the
-// project again.
+// ticks fires twice (each step's ticks are logged); then runs the install
+// block on a cluster without what the async profile needs, which its
+// preflight refuses, and installs the project again.
 func TestUpgradeRollbackUninstall(t *testing.T) {
 	upgradeStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
@@ -141,6 +142,9 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 		waitAdapter(ctx, t, upstreamAdapterImage, adapterAccount, 2)
 		firing(t, "after the uninstall")
 	})
+
+	// The cleanup's install after it is the one with the fix applied.
+	t.Run("the preflight refuses what the async profile lacks", func(t *testing.T) { checkPreflightRefuses(ctx, t) })
 
 	checkStepTicks(ctx, t, s, upgradeTicks, steps, start)
 }
