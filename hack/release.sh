@@ -30,11 +30,12 @@ else
 fi
 MODULE=knative.dev/event-forwarding-proxy
 mkdir -p "$OUT/images"
-rm -f "$OUT"/*.yaml "$OUT"/preflight.sh "$OUT"/images/*.tar "$OUT/SHA256SUMS"
+rm -f "$OUT"/*.yaml "$OUT"/preflight.sh "$OUT"/images/*.tar "$OUT"/images/*.json "$OUT/SHA256SUMS"
 
 # image CMD [-env K=V]...: builds cmd/CMD for every platform and its OCI
-# archive, with the image config's environment given; prints the image by
-# digest.
+# archive, with the image config's environment given, and the image's
+# CycloneDX bill of materials (from the binaries' build info); prints the
+# image by digest.
 image() {
   local cmd=$1 name=event-forwarding-$1 platform digest
   shift
@@ -42,7 +43,7 @@ image() {
     (cd "$ROOT" && CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
       go build -trimpath -ldflags '-s -w' -o "$BUILD/$name-${platform#*/}" "./cmd/$cmd")
   done
-  digest=$("$IMGTAR" -format oci -platforms "$PLATFORMS" -o "$OUT/images/$name.tar" \
+  digest=$("$IMGTAR" -format oci -platforms "$PLATFORMS" -o "$OUT/images/$name.tar" -sbom "$OUT/images/$name.sbom.cdx.json" \
     -name "$REGISTRY/$name:$VERSION" -entrypoint "/$cmd" "$@" "$BUILD/$name-{arch}=/$cmd")
   echo "$REGISTRY/$name@$digest"
 }
@@ -89,5 +90,5 @@ sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
   "$ROOT/config/patches/knativeeventing.yaml" >"$OUT/knativeeventing-patch.yaml"
 # What the install checks first (docs/install.md): it only reads.
 cp "$ROOT/config/preflight.sh" "$OUT/preflight.sh"
-(cd "$OUT" && sha256sum ./*.yaml preflight.sh images/*.tar >SHA256SUMS)
+(cd "$OUT" && sha256sum ./*.yaml preflight.sh images/*.tar images/*.json >SHA256SUMS)
 echo "release $VERSION in $OUT: $PROXY_IMAGE $MTPING_IMAGE"

@@ -46,12 +46,17 @@ type image struct {
 	config   []byte
 }
 
-func (s imageSpec) build(osName, arch string) (image, error) {
+// pairs are the spec's src=dst pairs for arch.
+func (s imageSpec) pairs(arch string) []string {
 	pairs := make([]string, len(s.files))
 	for i, f := range s.files {
 		pairs[i] = strings.ReplaceAll(f, "{arch}", arch)
 	}
-	layer, err := makeLayer(pairs)
+	return pairs
+}
+
+func (s imageSpec) build(osName, arch string) (image, error) {
+	layer, err := makeLayer(s.pairs(arch))
 	if err != nil {
 		return image{}, err
 	}

@@ -25,10 +25,12 @@ limitations under the License.
 // image import`, `skopeo copy oci-archive:` and `crane push` read, the
 // layer gzip-compressed as a registry serves it; it prints the index's
 // digest, the one a registry keeps when the layout is pushed unchanged.
-// A source may name {arch}, replaced per platform.
+// A source may name {arch}, replaced per platform. With -sbom, an oci
+// archive gets its CycloneDX bill of materials beside it: the Go modules
+// its programs link, from their build info (sbom.go).
 //
 //	imgtar -o out.tar -name dev.local/x:v1 -entrypoint /x [-user 65532] /host/path/x=/x ...
-//	imgtar -format oci -platforms linux/amd64,linux/arm64 -o out.tar -name reg/x:v1 -entrypoint /x bin/x-{arch}=/x
+//	imgtar -format oci -platforms linux/amd64,linux/arm64 -o out.tar -name reg/x:v1 -entrypoint /x [-sbom x.cdx.json] bin/x-{arch}=/x
 package main
 
 import (
@@ -46,6 +48,7 @@ func main() {
 	user := flag.String("user", "65532", "user the image runs as")
 	format := flag.String("format", "docker", "docker or oci")
 	platforms := flag.String("platforms", "linux/amd64", "os/arch list, comma-separated (oci; docker takes the first)")
+	sbomFile := flag.String("sbom", "", "the image's CycloneDX bill of materials to write (oci)")
 	var env multi
 	flag.Var(&env, "env", "KEY=VALUE for the image config (repeatable)")
 	flag.Parse()
@@ -54,7 +57,11 @@ func main() {
 	}
 	spec := imageSpec{entrypoint: strings.Fields(*entry), user: *user, env: env, files: flag.Args()}
 	list := strings.Split(*platforms, ",")
+	if *sbomFile != "" && *format != "oci" {
+		log.Fatal("-sbom names the image by its index: it needs -format oci")
+	}
 	images := make([]image, 0, len(list))
+	binaries := make([]binary, 0, len(list))
 	for _, p := range list {
 		osName, arch, ok := strings.Cut(strings.TrimSpace(p), "/")
 		if !ok {
@@ -65,6 +72,7 @@ func main() {
 			log.Fatal(err)
 		}
 		images = append(images, img)
+		binaries = append(binaries, goBinaries(osName+"/"+arch, spec.pairs(arch))...)
 	}
 	var (
 		archive []byte
@@ -76,6 +84,9 @@ func main() {
 	case "oci":
 		var index string
 		archive, index, err = ociArchive(images, *name)
+		if err == nil && *sbomFile != "" {
+			err = writeSBOM(*sbomFile, *name, index, binaries)
+		}
 		if err == nil {
 			fmt.Println(index)
 		}

@@ -110,12 +110,19 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("checksums", func(t *testing.T) { checkSums(t, out) })
+	t.Run("bills of materials", func(t *testing.T) { checkSBOMs(t, out, digests) })
 
 	t.Run("same tree, same digests", func(t *testing.T) {
 		again := buildRelease(t, imgtar, filepath.Join(dir, "again"))
 		for name, d := range digests {
 			if got := archiveIndex(t, filepath.Join(again, "images", name+".tar")); got != d {
 				t.Errorf("%s: %s, then %s", name, d, got)
+			}
+			sbom := filepath.Join("images", name+".sbom.cdx.json")
+			first, err1 := os.ReadFile(filepath.Join(out, sbom))
+			second, err2 := os.ReadFile(filepath.Join(again, sbom))
+			if err1 != nil || err2 != nil || string(first) != string(second) {
+				t.Errorf("%s differs from one build of the same tree to the next (%v, %v)", sbom, err1, err2)
 			}
 		}
 	})
