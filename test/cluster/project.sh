@@ -10,16 +10,16 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 NS=knative-eventing
 
-# 1. The images, by the digests the release YAML names: containerd keeps
-# the archive's name (its version tag) and the digest name pods use.
+# 1. The images, by the digests the release YAML names, with the block
+# docs/install.md gives for nodes without a registry (ctr against the
+# node's containerd), unless the node has them all already.
 for archive in "$ROOT"/release/images/*.tar; do
   index=$(tar -xOf "$archive" index.json)
   name=$(sed -n 's/.*"io.containerd.image.name":"\([^"]*\)".*/\1/p' <<<"$index")
   digest=$(sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' <<<"$index")
-  ref=${name%:*}@$digest
-  if ! ctr --address "$CONTAINERD_SOCK" -n k8s.io image ls -q | grep -qx "$ref"; then
-    ctr --address "$CONTAINERD_SOCK" -n k8s.io image import --all-platforms "$archive" >/dev/null
-    ctr --address "$CONTAINERD_SOCK" -n k8s.io image tag --force "$name" "$ref" >/dev/null
+  if ! ctr --address "$CONTAINERD_SOCK" -n k8s.io image ls -q | grep -qx "${name%:*}@$digest"; then
+    CTR="ctr --address $CONTAINERD_SOCK" "$SRC/docblock.sh" load-images >/dev/null
+    break
   fi
 done
 # 2. Install.
