@@ -62,6 +62,13 @@ func (a *Adapter) upsert(sendCtx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	if src.DeletionTimestamp != nil {
+		// Deleted: it stops now, not once Eventing's controller has
+		// removed its finalizer, which a busy controller (thousands of
+		// sources to make Ready) may take minutes to do.
+		a.forget(src)
+		return
+	}
 	key := types.NamespacedName{Namespace: src.Namespace, Name: src.Name}
 	j, err := newJob(src)
 	if err == nil {
