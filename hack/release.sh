@@ -56,7 +56,8 @@ PROXY_IMAGE=$(image proxy)
 MTPING_IMAGE=$(image mtping -env GODEBUG=adaptivestackstart=0 -env SYSTEM_NAMESPACE=knative-eventing)
 
 # profile NAME FILE...: one YAML of the files, images resolved, each
-# object labelled with the release's version beside the project's name.
+# object labelled with the release's version beside the project's name,
+# quoted: a label is a string, and a hash of digits alone reads as a number.
 profile() {
   local name=$1 f
   shift
@@ -72,7 +73,7 @@ HEADER
       grep -v '^# ' "$f" | grep -v '^#$'
     done
   } | sed -e "s|ko://$MODULE/cmd/proxy|$PROXY_IMAGE|" -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" \
-    -e "s|^    app.kubernetes.io/name: event-forwarding-proxy\$|&\n    app.kubernetes.io/version: $VERSION|" \
+    -e "s|^    app.kubernetes.io/name: event-forwarding-proxy\$|&\n    app.kubernetes.io/version: \"$VERSION\"|" \
     >"$OUT/event-forwarding-proxy-$name.yaml"
 }
 base=()

@@ -80,6 +80,12 @@ func TestRelease(t *testing.T) {
 						t.Errorf("%s holds %q", file, banned)
 					}
 				}
+				// Quoted, so that a version of digits alone (a hash) stays a string.
+				for _, m := range regexp.MustCompile(`(?m)^\s*app\.kubernetes\.io/version: (.*)$`).FindAllStringSubmatch(string(text), -1) {
+					if !strings.HasPrefix(m[1], `"`) {
+						t.Errorf("%s: version label %s is not quoted", file, m[1])
+					}
+				}
 				if !strings.Contains(string(text), "pingsource-mt-adapter-patch.yaml") {
 					t.Errorf("%s does not say up front that the adapter's image goes in with the patch", file)
 				}
