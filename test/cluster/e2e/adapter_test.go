@@ -135,7 +135,7 @@ func TestAdapter(t *testing.T) {
 	// over, beside the first steps below. The last steps (a replica that
 	// cannot start, the scale-up it holds back, the scale-in) run with
 	// every one of them firing.
-	scaleCreated := startScaleSources(ctx, t, scaleNS, scaleSources)
+	scaleCreated := startScaleSources(ctx, t, scaleSink, scaleSources)
 	after(t, seedLoadStage)
 	buckets := mtping.Buckets(kle.ComponentConfig{Component: mtping.Component, Buckets: adapterBuckets})
 	// From the start, so that the moves of the install's rollout are known
