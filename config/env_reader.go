@@ -135,6 +135,25 @@ func (r *reader) url(name, def string) string {
 	return v
 }
 
+// loopbackURL reads an http URL whose host is a loopback address (an IP
+// literal, so that no resolver decides where it goes); empty is allowed.
+func (r *reader) loopbackURL(name string) string {
+	v, ok := r.get(name)
+	if !ok || v == "" {
+		return ""
+	}
+	u, err := neturl.Parse(v)
+	if err != nil || u.Scheme != "http" || u.User != nil {
+		r.fail(name, v, "want an http URL on a loopback address")
+		return ""
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err != nil || !a.IsLoopback() || u.Port() == "" {
+		r.fail(name, v, "want an http URL on a loopback address and port, such as http://127.0.0.1:8012")
+		return ""
+	}
+	return v
+}
+
 // namespace reads one Kubernetes namespace name; empty is allowed.
 func (r *reader) namespace(name, def string) string {
 	v, ok := r.get(name)

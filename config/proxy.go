@@ -217,6 +217,21 @@ type Proxy struct {
 	// line; if unset, 100. Lost async events are always logged, each.
 	LogCallsPerSecond int
 
+	// KPAReportURL is queue-proxy's address in the pod, an http URL on a
+	// loopback address (FORWARD_KPA_REPORT_URL): the proxy holds requests
+	// of its own open through it, one per KPACallsPerReport async calls
+	// held, so that Knative's Pod Autoscaler, which counts the requests
+	// queue-proxy has in flight, sees them. If unset or empty, none.
+	KPAReportURL string
+	// KPACallsPerReport is how many async calls one report stands for
+	// (FORWARD_KPA_CALLS_PER_REPORT); if unset, 10.
+	KPACallsPerReport int
+	// KPAReportMaxAge ends a report, which the next takes over, before
+	// queue-proxy's timeout (the revision's timeoutSeconds) would
+	// (FORWARD_KPA_REPORT_MAX_AGE), at most FORWARD_MAX_TIMEOUT; if unset,
+	// 5 minutes or FORWARD_MAX_TIMEOUT if lower.
+	KPAReportMaxAge time.Duration
+
 	// MaxConnections is the most inbound connections the process holds at
 	// once; beyond it a new connection is closed as soon as it is accepted
 	// (FORWARD_MAX_CONNECTIONS). If unset, DefaultMaxConnections of the
@@ -307,6 +322,9 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 	c.MaxInflightPerTenant = r.positiveInt("FORWARD_MAX_INFLIGHT_PER_TENANT", max(c.MaxInflight*3/4, 1))
 	c.TenantReserve = r.nonNegativeInt("FORWARD_TENANT_RESERVE", c.MaxInflight/10)
 	c.DrainTimeout = r.duration("FORWARD_DRAIN_TIMEOUT", c.MaxTimeout+15*time.Second)
+	c.KPAReportURL = r.loopbackURL("FORWARD_KPA_REPORT_URL")
+	c.KPACallsPerReport = r.positiveInt("FORWARD_KPA_CALLS_PER_REPORT", 10)
+	c.KPAReportMaxAge = r.duration("FORWARD_KPA_REPORT_MAX_AGE", min(5*time.Minute, c.MaxTimeout))
 	// The largest call must fit in an empty budget, or its caller would be
 	// told to retry a call that can never be admitted.
 	largest := c.MaxEventBytes + int64(c.MaxHeaderBytes)
@@ -328,6 +346,8 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		return nil, fmt.Errorf("PORT and METRICS_PORT are both %d", c.Port)
 	case c.AsyncRetries > c.AsyncMaxRetries:
 		return nil, fmt.Errorf("FORWARD_ASYNC_RETRY=%d exceeds FORWARD_ASYNC_MAX_RETRY=%d", c.AsyncRetries, c.AsyncMaxRetries)
+	case c.KPAReportMaxAge > c.MaxTimeout:
+		return nil, fmt.Errorf("FORWARD_KPA_REPORT_MAX_AGE=%s exceeds FORWARD_MAX_TIMEOUT=%s", c.KPAReportMaxAge, c.MaxTimeout)
 	case c.AsyncBackoffDelay > c.AsyncBackoffMax:
 		return nil, fmt.Errorf("FORWARD_ASYNC_BACKOFF_DELAY=%s exceeds FORWARD_ASYNC_BACKOFF_MAX=%s", c.AsyncBackoffDelay, c.AsyncBackoffMax)
 	}

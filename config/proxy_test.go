@@ -86,6 +86,8 @@ func defaults() Proxy {
 		LogLevel:                  "info",
 		LogCallsPerSecond:         100,
 		MaxConnections:            DefaultMaxConnections(OpenFileLimit()),
+		KPACallsPerReport:         10,
+		KPAReportMaxAge:           5 * time.Minute,
 	}
 }
 
@@ -221,6 +223,18 @@ func TestProxyFromEnv(t *testing.T) {
 		{name: "FORWARD_BREAKER_FAILURES one", env: map[string]string{"FORWARD_BREAKER_FAILURES": "1"}, want: func(p *Proxy) { p.BreakerFailures = 1 }},
 		{name: "FORWARD_BREAKER_WINDOW at its minimum", env: map[string]string{"FORWARD_BREAKER_WINDOW": "1ms"}, want: func(p *Proxy) { p.BreakerWindow = time.Millisecond }},
 		{name: "FORWARD_BREAKER_COOLDOWN at its minimum", env: map[string]string{"FORWARD_BREAKER_COOLDOWN": "1ms"}, want: func(p *Proxy) { p.BreakerCooldown = time.Millisecond }},
+		{name: "FORWARD_KPA_REPORT_URL", env: map[string]string{"FORWARD_KPA_REPORT_URL": "http://127.0.0.1:8012"},
+			want: func(p *Proxy) { p.KPAReportURL = "http://127.0.0.1:8012" }},
+		{name: "FORWARD_KPA_REPORT_URL IPv6", env: map[string]string{"FORWARD_KPA_REPORT_URL": "http://[::1]:8012/report"},
+			want: func(p *Proxy) { p.KPAReportURL = "http://[::1]:8012/report" }},
+		{name: "FORWARD_KPA_REPORT_URL empty", env: map[string]string{"FORWARD_KPA_REPORT_URL": ""}, want: func(*Proxy) {}},
+		{name: "FORWARD_KPA_CALLS_PER_REPORT one", env: map[string]string{"FORWARD_KPA_CALLS_PER_REPORT": "1"}, want: func(p *Proxy) { p.KPACallsPerReport = 1 }},
+		{name: "FORWARD_KPA_REPORT_MAX_AGE at FORWARD_MAX_TIMEOUT", env: map[string]string{"FORWARD_KPA_REPORT_MAX_AGE": "10m"},
+			want: func(p *Proxy) { p.KPAReportMaxAge = 10 * time.Minute }},
+		{name: "FORWARD_KPA_REPORT_MAX_AGE follows a lower FORWARD_MAX_TIMEOUT", env: map[string]string{"FORWARD_MAX_TIMEOUT": "2m"},
+			want: func(p *Proxy) {
+				p.MaxTimeout, p.KPAReportMaxAge, p.DrainTimeout = 2*time.Minute, 2*time.Minute, 2*time.Minute+15*time.Second
+			}},
 		{name: "FORWARD_BREAKER_COOLDOWN long", env: map[string]string{"FORWARD_BREAKER_COOLDOWN": "10m"}, want: func(p *Proxy) { p.BreakerCooldown = 10 * time.Minute }},
 	}
 	for _, tt := range tests {
@@ -297,6 +311,10 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_LOG_CALLS_PER_SECOND", nonNeg},
 		{"FORWARD_MAX_CONNECTIONS", positive},
 		{"FORWARD_BREAKER_WINDOW", durations},
+		{"FORWARD_KPA_REPORT_URL", []string{"https://127.0.0.1:8012", "http://localhost:8012", "http://10.0.0.1:8012",
+			"http://127.0.0.1", "http://u@127.0.0.1:8012", "127.0.0.1:8012", "http://[::1"}},
+		{"FORWARD_KPA_CALLS_PER_REPORT", positive},
+		{"FORWARD_KPA_REPORT_MAX_AGE", durations},
 		{"FORWARD_BREAKER_COOLDOWN", durations},
 	}
 	for _, v := range vars {
@@ -348,6 +366,8 @@ func TestProxyFromEnvCrossField(t *testing.T) {
 			wantNames: []string{"FORWARD_ASYNC_RETRY=", "FORWARD_ASYNC_MAX_RETRY="}},
 		{name: "backoff delay over the backoff max", env: map[string]string{"FORWARD_ASYNC_BACKOFF_DELAY": "61s"},
 			wantNames: []string{"FORWARD_ASYNC_BACKOFF_DELAY", "FORWARD_ASYNC_BACKOFF_MAX"}},
+		{name: "KPA report age one second over the max timeout", env: map[string]string{"FORWARD_KPA_REPORT_MAX_AGE": "601s"},
+			wantNames: []string{"FORWARD_KPA_REPORT_MAX_AGE=", "FORWARD_MAX_TIMEOUT="}},
 		{name: "backoff max below the default delay", env: map[string]string{"FORWARD_ASYNC_BACKOFF_MAX": "100ms"},
 			wantNames: []string{"FORWARD_ASYNC_BACKOFF_DELAY", "FORWARD_ASYNC_BACKOFF_MAX"}},
 	}

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/baggage"
@@ -58,7 +59,8 @@ type Async struct {
 	ctx     context.Context // cancelled by Abort
 	abort   context.CancelFunc
 	wg      sync.WaitGroup
-	starts  starts // first attempts waiting behind the hand-offs
+	starts  starts       // first attempts waiting behind the hand-offs
+	pending atomic.Int64 // events handed off and not yet delivered or lost
 }
 
 // NewAsync returns the async hand-off handler.
@@ -126,6 +128,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.leave(delivering)
 	c.metrics.asyncPending(1)
+	a.pending.Add(1)
 	a.wg.Add(1)
 	a.starts.add(a, j)
 	w.Header().Set("Content-Length", "0")
@@ -343,6 +346,7 @@ func (a *Async) attempted(j *job, attempt int, resp *http.Response, err error) {
 func (a *Async) finish(j *job, outcome asyncOutcome) {
 	j.c.metrics.asyncEnded(outcome)
 	j.c.metrics.asyncPending(-1)
+	a.pending.Add(-1)
 	j.c.release()
 	a.wg.Done()
 }
@@ -393,6 +397,9 @@ func (a *Async) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Pending is the number of events handed off whose delivery has not ended.
+func (a *Async) Pending() int { return int(a.pending.Load()) }
 
 // Abort cancels every background delivery still running; each is logged
 // as abandoned. Call Wait afterwards to let them finish logging.

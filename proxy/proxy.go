@@ -39,6 +39,7 @@ type Proxy struct {
 	Budget  *MemoryBudget
 	Drainer *Drainer
 	async   *Async
+	reports *KPAReports             // nil unless FORWARD_KPA_REPORT_URL is set
 	stop    context.CancelCauseFunc // cuts the synchronous calls still held
 	base    context.Context         // the connections' base context (BaseContext)
 	trs     *delivery.Transports    // idle connections closed by Shutdown
@@ -102,7 +103,8 @@ func WithLoopID(id string) Option {
 // New builds the proxy described by cfg. The handler chain, outermost
 // first: loop check, probes and drain, destination, admission, then the
 // synchronous forwarder or the async hand-off; all inside the metrics
-// handler, which sees every request.
+// handler, which sees every request but the proxy's own KPA reports
+// (KPAReports). With FORWARD_KPA_REPORT_URL set, Drain must be called.
 func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	o := options{loopID: DefaultLoopID}
 	for _, opt := range opts {
@@ -169,6 +171,13 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	h = NewRequestGuardHandler(h)
 	h = NewLoopHandler(o.loopID, h)
 	p.handler = NewObserveHandler(m, newTracer(o.tracerProvider, propagator), logger, cfg.LogCallsPerSecond, h)
+	if cfg.KPAReportURL != "" {
+		// Outermost: a report is no call, and no metric counts it.
+		p.reports = NewKPAReports(KPAReportParams{
+			URL: cfg.KPAReportURL, CallsPerReport: cfg.KPACallsPerReport, MaxAge: cfg.KPAReportMaxAge,
+		}, p.async.Pending, logger)
+		p.handler = p.reports.Handler(p.handler)
+	}
 	return p
 }
 
@@ -258,6 +267,9 @@ type stopScope struct{}
 func (p *Proxy) Drain() {
 	p.Drainer.Drain()
 	p.Limiter.Close()
+	if p.reports != nil {
+		p.reports.Stop()
+	}
 }
 
 // Shutdown waits until every held call, sync or async, has ended. When ctx
