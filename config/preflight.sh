@@ -2,9 +2,9 @@
 # What event-forwarding-proxy needs from the cluster, checked before the
 # install changes anything (docs/install.md, section 2). It only reads:
 #
-#   sh release/preflight.sh [async|sync] [kubectl|operator]
+#   sh release/preflight.sh [async|async-kpa|sync] [kubectl|operator]
 #
-# The profile (async, the default, or sync) and how Eventing is managed
+# The profile (async, the default, async-kpa or sync) and how Eventing is managed
 # (kubectl, the default: applied from its YAML, or operator: a
 # KnativeEventing of the Knative Operator). Each missing part is listed
 # with the command that fixes it, and the script exits 1; it exits 0 when
@@ -20,7 +20,7 @@ serving_ns=${SERVING_NAMESPACE:-knative-serving}
 # the tests run it on").
 tested_minors="1.22 1.23"
 
-case $profile in async | sync) ;; *) echo "preflight: profile $profile: want async or sync" >&2; exit 2 ;; esac
+case $profile in async | async-kpa | sync) ;; *) echo "preflight: profile $profile: want async, async-kpa or sync" >&2; exit 2 ;; esac
 case $manager in kubectl | operator) ;; *) echo "preflight: $manager: want kubectl or operator" >&2; exit 2 ;; esac
 
 missing=0
@@ -102,7 +102,8 @@ else
   ok "Eventing managed with $manager"
 fi
 
-# Serving: the Service kind, and for the async profile its HPA class.
+# Serving: the Service kind, and for the async profile its HPA class. The
+# other two scale with Knative's own autoscaler, part of every Serving.
 serving_version=$(get -n "$serving_ns" deployment controller -o "jsonpath={.metadata.labels['app\.kubernetes\.io/version']}")
 if [ -n "$(get crd services.serving.knative.dev -o name)" ]; then
   ok "Knative Serving${serving_version:+ $serving_version}"
@@ -124,7 +125,7 @@ if [ "$profile" = async ]; then
     ok "the custom metrics API (v1beta1.custom.metrics.k8s.io)"
   else
     lacks "the custom metrics API (v1beta1.custom.metrics.k8s.io${available:+, Available $available}): both HPAs of the async profile read it" \
-      "install Prometheus Adapter with release/prometheus-adapter-rule.yaml (docs/install.md, section 3), or use the sync profile"
+      "install Prometheus Adapter with release/prometheus-adapter-rule.yaml (docs/install.md, section 3), or use the async-kpa profile"
   fi
 fi
 

@@ -82,6 +82,7 @@ for f in "$ROOT"/config/*.yaml; do
 done
 profile async "${base[@]}" "$ROOT/config/400-proxy.yaml" "$ROOT/config/async/600-pingsource-adapter-hpa.yaml"
 profile sync "${base[@]}" "$ROOT/config/sync/400-proxy.yaml"
+profile async-kpa "${base[@]}" "$ROOT/config/async-kpa/400-proxy.yaml"
 cp "$ROOT/config/async/500-prometheus-adapter.yaml" "$OUT/prometheus-adapter-rule.yaml"
 # The adapter's one change to Eventing's Deployment: its image.
 sed -e "s|ko://$MODULE/cmd/mtping|$MTPING_IMAGE|" -e '/^# This folder/,$d' \

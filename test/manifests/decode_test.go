@@ -85,6 +85,7 @@ func TestRequiredObjects(t *testing.T) {
 		{name: "eventing config", file: "config/300-config-event-forwarding.yaml", gvk: cm, obj: "config-event-forwarding"},
 		{name: "async profile", file: "config/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
 		{name: "sync profile", file: "config/sync/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
+		{name: "async-kpa profile", file: "config/async-kpa/400-proxy.yaml", gvk: ksvc, obj: "event-forwarding-proxy"},
 		{name: "adapter rule", file: "config/async/500-prometheus-adapter.yaml", gvk: cm, obj: "event-forwarding-prometheus-adapter"},
 	}
 	for _, tc := range tests {

@@ -38,9 +38,10 @@ const repoRoot = "../.."
 
 // applySets are the folders an operator applies with `ko apply -f`:
 // config/ (the default install, async profile), config/async/ (the
-// Prometheus Adapter rule that profile needs) and config/sync/ (the sync
-// profile, replacing the async one). Documents are checked in this order.
-var applySets = []string{"config", "config/async", "config/sync"}
+// Prometheus Adapter rule that profile needs), config/sync/ and
+// config/async-kpa/ (the other profiles, each replacing the async one).
+// Documents are checked in this order.
+var applySets = []string{"config", "config/async", "config/sync", "config/async-kpa"}
 
 // loadConfig returns every document of applySets, failing the test if
 // there are none.

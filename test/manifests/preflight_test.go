@@ -95,7 +95,7 @@ func TestPreflight(t *testing.T) {
 	admin := s.Kubeconfig
 
 	t.Run("a stock install", func(t *testing.T) {
-		for _, profile := range []string{"async", "sync"} {
+		for _, profile := range []string{"async", "async-kpa", "sync"} {
 			out := preflight(t, s, admin, 0, profile)
 			wantLines(t, out, "ok       Knative Eventing 1.23.0", "ok       Knative Serving 1.23.0",
 				"ok       Eventing managed with kubectl", "ok       permission to create and patch what the install does",
@@ -113,12 +113,13 @@ func TestPreflight(t *testing.T) {
 		wantLines(t, out,
 			"MISSING  Serving's HPA autoscaler (knative-serving/autoscaler-hpa, no ready replica): the async profile's Service has the HPA class",
 			"fix: kubectl apply -f https://github.com/knative/serving/releases/download/knative-v1.23.0/serving-hpa.yaml",
-			"fix: install Prometheus Adapter with release/prometheus-adapter-rule.yaml (docs/install.md, section 3), or use the sync profile",
+			"fix: install Prometheus Adapter with release/prometheus-adapter-rule.yaml (docs/install.md, section 3), or use the async-kpa profile",
 			"preflight: 2 missing; nothing was changed")
 		if after := objectVersions(ctx, t, dyn); !maps.Equal(before, after) {
 			t.Errorf("the preflight changed the cluster: %d objects before, %d after", len(before), len(after))
 		}
-		// The sync profile needs neither.
+		// The other profiles need neither.
+		wantLines(t, preflight(t, s, admin, 0, "async-kpa"), "preflight: the async-kpa profile, Eventing managed with kubectl", "preflight: ready to install")
 		wantLines(t, preflight(t, s, admin, 0, "sync"), "preflight: ready to install")
 	})
 
@@ -195,7 +196,7 @@ func TestPreflight(t *testing.T) {
 	})
 
 	t.Run("a wrong argument", func(t *testing.T) {
-		wantLines(t, preflight(t, s, admin, 2, "fast"), "preflight: profile fast: want async or sync")
+		wantLines(t, preflight(t, s, admin, 2, "fast"), "preflight: profile fast: want async, async-kpa or sync")
 	})
 }
 

@@ -65,8 +65,9 @@ func TestRelease(t *testing.T) {
 
 	t.Run("profiles", func(t *testing.T) {
 		profiles := map[string][]string{
-			"async": {"config/400-proxy.yaml", "config/async/600-pingsource-adapter-hpa.yaml"},
-			"sync":  {"config/sync/400-proxy.yaml"},
+			"async":     {"config/400-proxy.yaml", "config/async/600-pingsource-adapter-hpa.yaml"},
+			"sync":      {"config/sync/400-proxy.yaml"},
+			"async-kpa": {"config/async-kpa/400-proxy.yaml"},
 		}
 		for profile, files := range profiles {
 			t.Run(profile, func(t *testing.T) {

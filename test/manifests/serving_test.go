@@ -19,6 +19,7 @@ package manifests
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,12 +38,13 @@ import (
 	"knative.dev/event-forwarding-proxy/config"
 )
 
-// The two scaling profiles: the same Service, differing in autoscaling.
+// The three scaling profiles: the same Service, differing in autoscaling.
 const (
-	asyncFile = "config/400-proxy.yaml" // the default
-	syncFile  = "config/sync/400-proxy.yaml"
-	proxyName = "event-forwarding-proxy"
-	heldCalls = "kn_forward_active_requests"
+	asyncFile    = "config/400-proxy.yaml" // the default
+	syncFile     = "config/sync/400-proxy.yaml"
+	asyncKPAFile = "config/async-kpa/400-proxy.yaml"
+	proxyName    = "event-forwarding-proxy"
+	heldCalls    = "kn_forward_active_requests"
 )
 
 // loadService decodes a profile's Service and applies Knative's defaults
@@ -67,8 +69,11 @@ func servingContext() context.Context {
 	return apis.WithinCreate(ctx)
 }
 
+// profileFiles are the three profiles' Services.
+var profileFiles = []string{syncFile, asyncFile, asyncKPAFile}
+
 func TestServicesPassKnativeValidation(t *testing.T) {
-	for _, file := range []string{syncFile, asyncFile} {
+	for _, file := range profileFiles {
 		t.Run(file, func(t *testing.T) {
 			svc := loadService(t, file)
 			// Warnings (securityContext advice) do not fail; errors do.
@@ -82,7 +87,7 @@ func TestServicesPassKnativeValidation(t *testing.T) {
 // TestServiceSettings checks each profile against the proxy's own
 // configuration code and the wire contract.
 func TestServiceSettings(t *testing.T) {
-	for _, file := range []string{syncFile, asyncFile} {
+	for _, file := range profileFiles {
 		t.Run(file, func(t *testing.T) {
 			svc := loadService(t, file)
 			spec := svc.Spec.Template.Spec
@@ -219,8 +224,9 @@ func parseGoMemLimit(v string) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-// TestProfilesDifferOnlyInAutoscaling keeps the two profiles in step: every
-// setting but the autoscaling annotations is the same.
+// TestProfilesDifferOnlyInAutoscaling keeps the three profiles in step:
+// every setting but the autoscaling annotations and the async-kpa
+// profile's reports (FORWARD_KPA_*) is the same.
 func TestProfilesDifferOnlyInAutoscaling(t *testing.T) {
 	strip := func(svc *servingv1.Service) *servingv1.Service {
 		for k := range svc.Spec.Template.Annotations {
@@ -228,11 +234,52 @@ func TestProfilesDifferOnlyInAutoscaling(t *testing.T) {
 				delete(svc.Spec.Template.Annotations, k)
 			}
 		}
+		c := &svc.Spec.Template.Spec.Containers[0]
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return strings.HasPrefix(e.Name, "FORWARD_KPA_") })
 		return svc
 	}
-	syncSvc, asyncSvc := strip(loadService(t, syncFile)), strip(loadService(t, asyncFile))
-	if diff := cmp.Diff(syncSvc, asyncSvc); diff != "" {
-		t.Errorf("profiles differ beyond autoscaling (-sync +async):\n%s", diff)
+	asyncSvc := strip(loadService(t, asyncFile))
+	for _, file := range []string{syncFile, asyncKPAFile} {
+		if diff := cmp.Diff(strip(loadService(t, file)), asyncSvc); diff != "" {
+			t.Errorf("%s differs from %s beyond autoscaling (-%s +async):\n%s", file, asyncFile, file, diff)
+		}
+	}
+}
+
+// TestAsyncKPAProfile checks the async-kpa profile against the async one
+// and against Knative: the KPA's concurrency target is the async target
+// in reports, the reports go to queue-proxy's port and end before its
+// timeout, and nothing puts the activator in the path of a running pod.
+func TestAsyncKPAProfile(t *testing.T) {
+	svc := loadService(t, asyncKPAFile)
+	annotations := svc.Spec.Template.Annotations
+	proxy := proxyConfig(t, svc)
+	asyncTarget, err := strconv.Atoi(loadService(t, asyncFile).Spec.Template.Annotations[autoscaling.TargetAnnotationKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.Duration(*svc.Spec.Template.Spec.TimeoutSeconds) * time.Second
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{name: "class", got: annotations[autoscaling.ClassAnnotationKey], want: autoscaling.KPA},
+		{name: "metric", got: annotations[autoscaling.MetricAnnotationKey], want: autoscaling.Concurrency},
+		{name: "target, in reports", got: annotations[autoscaling.TargetAnnotationKey], want: strconv.Itoa(asyncTarget / proxy.KPACallsPerReport)},
+		{name: "the async target is whole reports", got: asyncTarget % proxy.KPACallsPerReport, want: 0},
+		{name: "utilization", got: annotations[autoscaling.TargetUtilizationPercentageKey], want: "100"},
+		{name: "target burst capacity", got: annotations[autoscaling.TargetBurstCapacityKey], want: "0"},
+		{name: "reports through queue-proxy", got: proxy.KPAReportURL, want: "http://127.0.0.1:" + strconv.Itoa(networking.BackendHTTPPort)},
+		{name: "a report ends before queue-proxy's timeout", got: proxy.KPAReportMaxAge < timeout, want: true},
+		{name: "reports fit queue-proxy's concurrency", got: int64(proxy.MaxInflight+proxy.MaxInflight/proxy.KPACallsPerReport+1) <= *svc.Spec.Template.Spec.ContainerConcurrency,
+			want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

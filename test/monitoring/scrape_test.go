@@ -245,11 +245,11 @@ func TestScrapeConfigs(t *testing.T) {
 }
 
 // TestProxyServesMetricsWhereScraped checks the Services the kit scrapes:
-// both profiles announce the metrics port the proxy listens on, in the
+// every profile announces the metrics port the proxy listens on, in the
 // annotation the scrape configurations read, and name the container and
 // pods as the memory alert selects them.
 func TestProxyServesMetricsWhereScraped(t *testing.T) {
-	for _, file := range []string{"config/400-proxy.yaml", "config/sync/400-proxy.yaml"} {
+	for _, file := range []string{"config/400-proxy.yaml", "config/sync/400-proxy.yaml", "config/async-kpa/400-proxy.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			var ksvc servingv1.Service
 			if err := yaml.Unmarshal(readRepoFile(t, file), &ksvc); err != nil {

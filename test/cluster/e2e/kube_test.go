@@ -51,6 +51,7 @@ var (
 	ksvcGVR       = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
 	pingSourceGVR = schema.GroupVersionResource{Group: "sources.knative.dev", Version: "v1", Resource: "pingsources"}
 	sksGVR        = schema.GroupVersionResource{Group: "networking.internal.knative.dev", Version: "v1alpha1", Resource: "serverlessservices"}
+	paGVR         = schema.GroupVersionResource{Group: "autoscaling.internal.knative.dev", Version: "v1alpha1", Resource: "podautoscalers"}
 )
 
 // newNamespace creates a namespace of the test's own, deleted when the

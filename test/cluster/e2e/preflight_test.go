@@ -44,8 +44,10 @@ var preflightParts = []struct{ namespace, deployment string }{
 // checkPreflightRefuses runs docs/install.md's install block on a cluster
 // without Serving's HPA autoscaler and Prometheus Adapter (both scaled to
 // zero): its preflight stops it, naming the fix for each, before it
-// changes anything. It then puts both back and waits until they serve,
-// so that the install after it (the fix applied) completes.
+// changes anything. The async-kpa profile's block, which needs neither,
+// then installs the proxy scaled by Knative's KPA. It then puts both back
+// and waits until they serve, so that the install after it (the fix
+// applied) completes, over the async-kpa profile.
 func checkPreflightRefuses(ctx context.Context, t *testing.T) {
 	t.Helper()
 	replicas := map[string]int32{}
@@ -87,6 +89,29 @@ func checkPreflightRefuses(ctx context.Context, t *testing.T) {
 	if after := installState(ctx, t); !maps.Equal(before, after) {
 		t.Errorf("the refused install block changed the cluster: %v, then %v", before, after)
 	}
+
+	docBlock(t, "install-async-kpa")
+	checkAsyncKPAInstall(ctx, t, installed)
+}
+
+// checkAsyncKPAInstall checks the async-kpa profile of proxy p is what
+// scales it: its revision's PodAutoscaler is the KPA's and Ready, and no
+// HPA exists in its namespace, neither the proxy's nor the adapter's.
+func checkAsyncKPAInstall(ctx context.Context, t *testing.T, p proxyInstance) {
+	t.Helper()
+	rev := p.revision(ctx, t)
+	pa := waitReady(ctx, t, paGVR, p.namespace, rev, 2*time.Minute)
+	if class := pa.GetAnnotations()["autoscaling.knative.dev/class"]; class != "kpa.autoscaling.knative.dev" {
+		t.Errorf("the PodAutoscaler of %s has class %q, want the KPA's", rev, class)
+	}
+	hpas, err := cluster.kube.AutoscalingV2().HorizontalPodAutoscalers(p.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hpas.Items {
+		t.Errorf("HPA %s/%s in the async-kpa profile", h.Namespace, h.Name)
+	}
+	t.Logf("%s: the KPA scales %s, %d ready pods", p.namespace, rev, p.countReady(ctx, t))
 }
 
 // setReplicas scales deployment of namespace to n and waits until its

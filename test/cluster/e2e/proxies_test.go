@@ -116,7 +116,14 @@ const (
 // or replace them. It returns once the Service is Ready.
 func copyProxy(ctx context.Context, t testing.TB, namespace string) proxyInstance {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "release/event-forwarding-proxy-async.yaml"))
+	return copyProxyProfile(ctx, t, namespace, "async", copyScale)
+}
+
+// copyProxyProfile is copyProxy of the release's profile, at most
+// maxScale pods.
+func copyProxyProfile(ctx context.Context, t testing.TB, namespace, profile, maxScale string) proxyInstance {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "release/event-forwarding-proxy-"+profile+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +155,7 @@ func copyProxy(ctx context.Context, t testing.TB, namespace string) proxyInstanc
 				_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
 			})
 		case "Service":
-			setCopySettings(t, &obj, namespace)
+			setCopySettings(t, &obj, namespace, maxScale)
 		}
 		if obj.GetKind() != "ClusterRoleBinding" {
 			obj.SetNamespace(namespace)
@@ -180,17 +187,17 @@ func copyProxy(ctx context.Context, t testing.TB, namespace string) proxyInstanc
 	return proxyInstance{namespace}
 }
 
-// setCopySettings sets the copy's scale, CPU request and trust-bundle
-// namespace in the release's Knative Service, and takes the release's name
-// label off its template.
-func setCopySettings(t testing.TB, ksvc *unstructured.Unstructured, namespace string) {
+// setCopySettings sets the copy's scale (copyScale pods, up to maxScale),
+// CPU request and trust-bundle namespace in the release's Knative Service,
+// and takes the release's name label off its template.
+func setCopySettings(t testing.TB, ksvc *unstructured.Unstructured, namespace, maxScale string) {
 	t.Helper()
 	annotations, _, _ := unstructured.NestedStringMap(ksvc.Object, "spec", "template", "metadata", "annotations")
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations["autoscaling.knative.dev/min-scale"] = copyScale
-	annotations["autoscaling.knative.dev/max-scale"] = copyScale
+	annotations["autoscaling.knative.dev/max-scale"] = maxScale
 	containers, _, _ := unstructured.NestedSlice(ksvc.Object, "spec", "template", "spec", "containers")
 	if len(containers) != 1 {
 		t.Fatalf("the release's proxy has %d containers, want 1", len(containers))

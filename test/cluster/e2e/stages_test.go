@@ -47,9 +47,12 @@ import (
 //     load is over: so Eventing's controller, which readies sources one
 //     after the other, has most of the adapter scenario's 2,000 Ready by
 //     its step that needs them.
-//  4. The Operator flavour (TestOperator), alone once the adapter
-//     scenario is over: the Knative Operator takes Eventing over, which
-//     rolls out Eventing's controller and the adapter.
+//  4. The Operator flavour (TestOperator), alone on the install once the
+//     adapter scenario is over: the Knative Operator takes Eventing over,
+//     which rolls out Eventing's controller and the adapter. Beside it,
+//     the async-kpa profile's load on a copy of the proxy
+//     (TestAsyncKPAProfile), which touches neither Eventing nor the
+//     install.
 //
 // The seed and real-path scenarios make their sinks beside the upgrade
 // scenario, OIDC and heartbeats theirs beside it and the OIDC scenario:

@@ -54,7 +54,8 @@ spec:
 // happens and that the PingSource keeps firing, and that none of its
 // ticks fires twice (each step's ticks are logged); then runs the install
 // block on a cluster without what the async profile needs, which its
-// preflight refuses, and installs the project again.
+// preflight refuses, installs the async-kpa profile there, and installs
+// the async profile again once they are back.
 func TestUpgradeRollbackUninstall(t *testing.T) {
 	upgradeStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
@@ -144,7 +145,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 	})
 
 	// The cleanup's install after it is the one with the fix applied.
-	t.Run("the preflight refuses what the async profile lacks", func(t *testing.T) { checkPreflightRefuses(ctx, t) })
+	t.Run("the preflight refuses what the async profile lacks; async-kpa installs", func(t *testing.T) { checkPreflightRefuses(ctx, t) })
 
 	checkStepTicks(ctx, t, s, upgradeTicks, steps, start)
 }
