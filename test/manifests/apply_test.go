@@ -47,9 +47,10 @@ import (
 const fieldManager = "event-forwarding-manifests-test"
 
 // TestAPIServer applies everything under config/ to a real API server, in
-// the order `ko apply -f config/ -f config/async/ -f config/sync/` would (the
-// default install, then the switch to the sync profile), then checks what
-// the objects grant and that sources see ConfigMap edits.
+// the order `ko apply -f config/ -f config/async/ -f config/sync/ -f
+// config/async-kpa/` would (the default install, then the switch to the
+// sync profile, then to the async-kpa one), then checks what the objects
+// grant and that sources see ConfigMap edits.
 func TestAPIServer(t *testing.T) {
 	docs := loadConfig(t)
 	s := apiserver.Start(t)
@@ -73,7 +74,7 @@ func TestAPIServer(t *testing.T) {
 	}
 
 	t.Run("apply", func(t *testing.T) { applyAll(ctx, t, s, docs) })
-	t.Run("sync profile replaced async", func(t *testing.T) { testProfileSwitch(ctx, t, s) })
+	t.Run("each profile replaced the one before", func(t *testing.T) { testProfileSwitch(ctx, t, s) })
 	if t.Failed() {
 		return
 	}
@@ -189,9 +190,9 @@ func applyAll(ctx context.Context, t *testing.T, s *apiserver.Server, docs []Doc
 	}
 }
 
-// testProfileSwitch checks that applying config/sync/ over config/ left
-// the Service with the sync profile's autoscaling only: annotations only
-// the async profile sets are gone.
+// testProfileSwitch checks that applying config/sync/ over config/, then
+// config/async-kpa/, left the Service with the async-kpa profile's
+// autoscaling only: annotations only the profiles before set are gone.
 func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 	ksvc := schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
 	got, err := dynamic.NewForConfigOrDie(s.Config).Resource(ksvc).Namespace("knative-eventing").Get(ctx, proxyName, metav1.GetOptions{})
@@ -199,10 +200,17 @@ func testProfileSwitch(ctx context.Context, t *testing.T, s *apiserver.Server) {
 		t.Fatal(err)
 	}
 	annotations, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "annotations")
-	want := loadService(t, syncFile).Spec.Template.Annotations
+	// The last applied: its autoscaling annotations, none left of the
+	// profiles before.
+	want := loadService(t, asyncKPAFile).Spec.Template.Annotations
 	for k, v := range annotations {
 		if strings.HasPrefix(k, autoscaling.GroupName+"/") && want[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, v, want[k])
+		}
+	}
+	for k, v := range want {
+		if annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, annotations[k], v)
 		}
 	}
 	if annotations[autoscaling.ClassAnnotationKey] != autoscaling.KPA {
