@@ -36,9 +36,10 @@ cluster-down: ## stop the cluster and undo everything cluster-up did to the mach
 	$(CLUSTER_DIR)/down.sh
 
 # Debian's container runtime, CNI plugins, iptables (nftables to remove
-# the empty tables iptables-nft leaves) and Prometheus, when missing.
+# the empty tables iptables-nft leaves), Prometheus, and curl (which
+# docs/install.md's check runs), when missing.
 cluster-deps:
-	@missing=; for p in containerd runc containernetworking-plugins iptables nftables prometheus; do \
+	@missing=; for p in containerd runc containernetworking-plugins iptables nftables prometheus curl; do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \

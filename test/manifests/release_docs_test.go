@@ -32,7 +32,7 @@ import (
 
 // installBlocks are the blocks of docs/install.md the cluster's tests run
 // (test/cluster/docblock.sh).
-var installBlocks = []string{"load-images", "install", "install-async-kpa", "operator-install", "forwarding", "rollback", "operator-rollback", "uninstall"}
+var installBlocks = []string{"load-images", "install", "install-async-kpa", "check-destination", "check-event", "operator-install", "forwarding", "rollback", "operator-rollback", "uninstall"}
 
 // checkInstallDoc checks docs/install.md holds each tested block, names
 // only files the release holds, and never deletes with -f.

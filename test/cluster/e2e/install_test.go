@@ -43,12 +43,13 @@ import (
 // Service Ready with the default (async) profile and reachable through the
 // ingress, its held-call gauge served to the HPA, the adapter's Deployment
 // upstream's but for the image, the disruption budgets of both counting
-// their pods, Eventing's config-leader-election untouched, forwarding on.
+// their pods, Eventing's config-leader-election untouched, forwarding on,
+// and the page's own check (section 5) answered by its destination.
 func TestInstall(t *testing.T) {
 	installStage.begin(t) // before t.Parallel: see stages_test.go
 	t.Parallel()
 	after(t, upgradeStage)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	t.Run("proxy Service", func(t *testing.T) {
@@ -194,6 +195,8 @@ func TestInstall(t *testing.T) {
 			t.Errorf("event-forwarding-proxy = %q", got)
 		}
 	})
+
+	t.Run("docs/install.md's check", func(t *testing.T) { checkInstallDocCheck(ctx, t) })
 }
 
 // waitServed waits until the custom metrics API serves metric for every

@@ -169,11 +169,11 @@ func installState(ctx context.Context, t *testing.T) map[string]string {
 	return state
 }
 
-// docBlockOutput runs the block of docs/install.md marked name and
-// returns what it wrote, and its error.
-func docBlockOutput(name string) (string, error) {
+// docBlockOutput runs the block of docs/install.md marked name, with env
+// added, and returns what it wrote, and its error.
+func docBlockOutput(name string, env ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(repoRoot, "test/cluster/docblock.sh"), name)
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

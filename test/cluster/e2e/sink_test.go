@@ -68,6 +68,8 @@ type sink struct {
 	namespace string
 	// URL is its cluster-local address, what a source names as its sink.
 	URL string
+	// service is its Knative Service's name, if not e2esink.
+	service string
 }
 
 // record is what e2esink keeps of a request (test/cluster/e2esink).
@@ -130,13 +132,17 @@ func newSink(ctx context.Context, t testing.TB, namespace string) *sink {
 func (s *sink) records(ctx context.Context, t testing.TB) []record {
 	t.Helper()
 	var ip string
-	for _, p := range podsOf(ctx, t, s.namespace, "serving.knative.dev/service=e2esink") {
+	service := s.service
+	if service == "" {
+		service = "e2esink"
+	}
+	for _, p := range podsOf(ctx, t, s.namespace, "serving.knative.dev/service="+service) {
 		if ready(p) {
 			ip = p.Status.PodIP
 		}
 	}
 	if ip == "" {
-		t.Fatalf("no ready e2esink pod in %s", s.namespace)
+		t.Fatalf("no ready %s pod in %s", service, s.namespace)
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+":8080/records", nil)
 	resp, err := http.DefaultClient.Do(req)
