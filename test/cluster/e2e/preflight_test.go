@@ -20,7 +20,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -31,7 +30,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // What the async profile needs that a stock cluster may lack: Serving's
@@ -115,24 +113,12 @@ func checkAsyncKPAInstall(ctx context.Context, t *testing.T, p proxyInstance) {
 }
 
 // setReplicas scales deployment of namespace to n and waits until its
-// status says so.
+// status says so (scaleDeployment).
 func setReplicas(ctx context.Context, t *testing.T, namespace, deployment string, n int32) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": n}})
-	deploys := cluster.kube.AppsV1().Deployments(namespace)
-	if _, err := deploys.Patch(ctx, deployment, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+	if err := scaleDeployment(ctx, namespace, deployment, n); err != nil {
 		t.Fatal(err)
 	}
-	var last string
-	eventually(t, 2*time.Minute, time.Second, func() string { return namespace + "/" + deployment + ": " + last }, func() bool {
-		d, err := deploys.Get(ctx, deployment, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		last = fmt.Sprintf("%d ready of %d", d.Status.ReadyReplicas, n)
-		return d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == n && d.Status.AvailableReplicas == n
-	})
 }
 
 // customMetricsAvailable is the Available condition of Prometheus

@@ -83,21 +83,38 @@ func notInstalled(ctx context.Context) (string, error) {
 // setOperatorReplicas sets the Operator's replicas and waits, two
 // minutes at most, until it runs as many, all ready.
 func setOperatorReplicas(ctx context.Context, replicas int32) error {
+	if err := scaleDeployment(ctx, operatorNamespace, operatorName, replicas); err != nil {
+		return fmt.Errorf("the Operator: %w", err)
+	}
+	return nil
+}
+
+// scaleDeployment sets the replicas of deployment in namespace and waits,
+// two minutes at most, until its status says they are all there and
+// ready, and no other pod is left.
+func scaleDeployment(ctx context.Context, namespace, deployment string, replicas int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
-	deploys := cluster.kube.AppsV1().Deployments(operatorNamespace)
-	if _, err := deploys.Patch(ctx, operatorName, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("the Operator's replicas: %w", err)
+	deploys := cluster.kube.AppsV1().Deployments(namespace)
+	if _, err := deploys.Patch(ctx, deployment, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("replicas of %s/%s: %w", namespace, deployment, err)
 	}
+	var last string
 	for {
-		d, err := deploys.Get(ctx, operatorName, metav1.GetOptions{})
-		if err == nil && d.Status.Replicas == replicas && d.Status.ReadyReplicas == replicas {
-			return nil
+		d, err := deploys.Get(ctx, deployment, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+		} else {
+			s := d.Status
+			last = fmt.Sprintf("%d pods, %d ready, %d available", s.Replicas, s.ReadyReplicas, s.AvailableReplicas)
+			if s.ObservedGeneration == d.Generation && s.Replicas == replicas && s.ReadyReplicas == replicas && s.AvailableReplicas == replicas {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the Operator not at %d replicas: %w", replicas, ctx.Err())
+			return fmt.Errorf("%s/%s not at %d replicas (%s): %w", namespace, deployment, replicas, last, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
