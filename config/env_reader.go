@@ -154,6 +154,32 @@ func (r *reader) loopbackURL(name string) string {
 	return v
 }
 
+// httpURL reads an absolute http URL with no user information.
+func (r *reader) httpURL(name, def string) string {
+	v, ok := r.get(name)
+	if !ok {
+		return def
+	}
+	u, err := neturl.Parse(v)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		r.fail(name, v, "want an absolute http URL such as http://event-forwarding-proxy-00001-private")
+		return def
+	}
+	return v
+}
+
+// revisionPrivateURL is the address of the Knative revision's private
+// Service (K_REVISION, which Knative sets, with -private), whose port 80
+// leads to queue-proxy; "" outside Knative. A short name: the pod's DNS
+// search list completes it in its own namespace.
+func revisionPrivateURL(r *reader) string {
+	rev, ok := r.get("K_REVISION")
+	if !ok {
+		return ""
+	}
+	return "http://" + rev + "-private"
+}
+
 // namespace reads one Kubernetes namespace name; empty is allowed.
 func (r *reader) namespace(name, def string) string {
 	v, ok := r.get(name)

@@ -232,6 +232,21 @@ type Proxy struct {
 	// 5 minutes or FORWARD_MAX_TIMEOUT if lower.
 	KPAReportMaxAge time.Duration
 
+	// SpreadAbove: an async call admitted while the pod holds more calls
+	// than this is first offered to another pod of the revision, which
+	// takes it if it holds fewer (FORWARD_SPREAD_ABOVE). 0 turns spreading
+	// off; if unset, 0.
+	SpreadAbove int
+	// SpreadURL reaches a pod of the revision picked afresh for every
+	// connection (FORWARD_SPREAD_URL): an http URL, by default the
+	// revision's private Service, http://$K_REVISION-private, whose
+	// ClusterIP sends each connection to one of its pods' queue-proxy.
+	// Needed when SpreadAbove is set outside Knative.
+	SpreadURL string
+	// SpreadTimeout bounds one offer; past it the pod keeps the call
+	// (FORWARD_SPREAD_TIMEOUT). If unset, 2 seconds.
+	SpreadTimeout time.Duration
+
 	// MaxConnections is the most inbound connections the process holds at
 	// once; beyond it a new connection is closed as soon as it is accepted
 	// (FORWARD_MAX_CONNECTIONS). If unset, DefaultMaxConnections of the
@@ -325,6 +340,9 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 	c.KPAReportURL = r.loopbackURL("FORWARD_KPA_REPORT_URL")
 	c.KPACallsPerReport = r.positiveInt("FORWARD_KPA_CALLS_PER_REPORT", 10)
 	c.KPAReportMaxAge = r.duration("FORWARD_KPA_REPORT_MAX_AGE", min(5*time.Minute, c.MaxTimeout))
+	c.SpreadAbove = r.nonNegativeInt("FORWARD_SPREAD_ABOVE", 0)
+	c.SpreadTimeout = r.duration("FORWARD_SPREAD_TIMEOUT", 2*time.Second)
+	c.SpreadURL = r.httpURL("FORWARD_SPREAD_URL", revisionPrivateURL(&r))
 	// The largest call must fit in an empty budget, or its caller would be
 	// told to retry a call that can never be admitted.
 	largest := c.MaxEventBytes + int64(c.MaxHeaderBytes)
@@ -348,6 +366,8 @@ func ProxyFromEnv(lookup func(string) (string, bool), memLimit int64) (*Proxy, e
 		return nil, fmt.Errorf("FORWARD_ASYNC_RETRY=%d exceeds FORWARD_ASYNC_MAX_RETRY=%d", c.AsyncRetries, c.AsyncMaxRetries)
 	case c.KPAReportMaxAge > c.MaxTimeout:
 		return nil, fmt.Errorf("FORWARD_KPA_REPORT_MAX_AGE=%s exceeds FORWARD_MAX_TIMEOUT=%s", c.KPAReportMaxAge, c.MaxTimeout)
+	case c.SpreadAbove > 0 && c.SpreadURL == "":
+		return nil, fmt.Errorf("FORWARD_SPREAD_ABOVE=%d outside Knative (no K_REVISION) needs FORWARD_SPREAD_URL, an address that reaches the proxy's pods", c.SpreadAbove)
 	case c.AsyncBackoffDelay > c.AsyncBackoffMax:
 		return nil, fmt.Errorf("FORWARD_ASYNC_BACKOFF_DELAY=%s exceeds FORWARD_ASYNC_BACKOFF_MAX=%s", c.AsyncBackoffDelay, c.AsyncBackoffMax)
 	}

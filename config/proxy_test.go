@@ -88,6 +88,7 @@ func defaults() Proxy {
 		MaxConnections:            DefaultMaxConnections(OpenFileLimit()),
 		KPACallsPerReport:         10,
 		KPAReportMaxAge:           5 * time.Minute,
+		SpreadTimeout:             2 * time.Second,
 	}
 }
 
@@ -235,6 +236,11 @@ func TestProxyFromEnv(t *testing.T) {
 			want: func(p *Proxy) {
 				p.MaxTimeout, p.KPAReportMaxAge, p.DrainTimeout = 2*time.Minute, 2*time.Minute, 2*time.Minute+15*time.Second
 			}},
+		{name: "FORWARD_SPREAD_ABOVE in Knative", env: map[string]string{"FORWARD_SPREAD_ABOVE": "40", "K_REVISION": "event-forwarding-proxy-00002"},
+			want: func(p *Proxy) { p.SpreadAbove, p.SpreadURL = 40, "http://event-forwarding-proxy-00002-private" }},
+		{name: "FORWARD_SPREAD_URL", env: map[string]string{"FORWARD_SPREAD_ABOVE": "1", "FORWARD_SPREAD_URL": "http://10.0.0.7:8012", "K_REVISION": "r-00001"},
+			want: func(p *Proxy) { p.SpreadAbove, p.SpreadURL = 1, "http://10.0.0.7:8012" }},
+		{name: "FORWARD_SPREAD_TIMEOUT", env: map[string]string{"FORWARD_SPREAD_TIMEOUT": "150ms"}, want: func(p *Proxy) { p.SpreadTimeout = 150 * time.Millisecond }},
 		{name: "FORWARD_BREAKER_COOLDOWN long", env: map[string]string{"FORWARD_BREAKER_COOLDOWN": "10m"}, want: func(p *Proxy) { p.BreakerCooldown = 10 * time.Minute }},
 	}
 	for _, tt := range tests {
@@ -316,6 +322,9 @@ func TestProxyFromEnvInvalidValue(t *testing.T) {
 		{"FORWARD_KPA_CALLS_PER_REPORT", positive},
 		{"FORWARD_KPA_REPORT_MAX_AGE", durations},
 		{"FORWARD_BREAKER_COOLDOWN", durations},
+		{"FORWARD_SPREAD_ABOVE", nonNeg},
+		{"FORWARD_SPREAD_URL", []string{"https://r-private", "r-private", "http://", "http://u@r-private", "http://[::1"}},
+		{"FORWARD_SPREAD_TIMEOUT", durations},
 	}
 	for _, v := range vars {
 		// The variable itself, not one whose name ends like it (PORT).
@@ -360,6 +369,8 @@ func TestProxyFromEnvCrossField(t *testing.T) {
 			wantNames: []string{"PORT", "METRICS_PORT"}},
 		{name: "METRICS_PORT on the default port", env: map[string]string{"METRICS_PORT": "8080"},
 			wantNames: []string{"PORT", "METRICS_PORT"}},
+		{name: "spreading outside Knative with no address", env: map[string]string{"FORWARD_SPREAD_ABOVE": "1"},
+			wantNames: []string{"FORWARD_SPREAD_ABOVE=1", "FORWARD_SPREAD_URL"}},
 		{name: "retry one over the max", env: map[string]string{"FORWARD_ASYNC_RETRY": "21"},
 			wantNames: []string{"FORWARD_ASYNC_RETRY=", "FORWARD_ASYNC_MAX_RETRY="}},
 		{name: "max retry below an explicit retry", env: map[string]string{"FORWARD_ASYNC_MAX_RETRY": "3", "FORWARD_ASYNC_RETRY": "4"},

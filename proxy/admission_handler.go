@@ -55,6 +55,12 @@ func (h *admissionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admit takes c's slot and bytes of the memory budget, or refuses c.
 func (h *admissionHandler) admit(w http.ResponseWriter, c *call, bytes int64) bool {
+	if c.offeredBy > 0 && declinesOffer(h.l.Inflight(), c.offeredBy) {
+		// The offering pod keeps the call: no refusal of a call to count.
+		c.probe = true
+		writeError(w, ReasonOverloaded, "this pod holds as many calls as the one that offered this call")
+		return false
+	}
 	t, err := h.l.Acquire(c.tenant, c.destKey)
 	m := reservation{b: h.b}
 	if err == nil {

@@ -60,6 +60,7 @@ type Async struct {
 	abort   context.CancelFunc
 	wg      sync.WaitGroup
 	starts  starts       // first attempts waiting behind the hand-offs
+	spread  *Spreader    // nil unless FORWARD_SPREAD_ABOVE is set
 	pending atomic.Int64 // events handed off and not yet delivered or lost
 }
 
@@ -106,6 +107,12 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ReasonBadRequest, "the body could not be read: "+err.Error())
 		return
 	}
+	if a.spread != nil && c.offeredBy == 0 && a.spread.offer(a.ctx, r, body) {
+		c.spread = true // the pod that took it delivers it; this slot goes
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	// The event's headers are the inbound map, edited in place (the server
 	// reads nothing of it once the handler runs, except an HTTP/1.0
 	// caller's keep-alive wish): one copy fewer per event held.
@@ -122,7 +129,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		span: trace.SpanContextFromContext(r.Context()),
 		bag:  baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
-			Retries: c.retries, Delay: c.backoff,
+			Retries: int(c.retries), Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
 		},
 	}

@@ -38,10 +38,12 @@ type call struct {
 	async         bool  // Prefer: respond-async
 	phase         phase // who ends the call (see phase); the chain's goroutine only
 	authenticated bool  // a verified caller (auth on)
-	probe         bool  // a probe, not a call: not counted
+	probe         bool  // a probe, or an offer declined (Spreader): not counted
+	spread        bool  // async: another pod took it (Spreader)
 
-	retries int           // async only: retries after the first attempt
-	backoff time.Duration // async only: first retry delay
+	offeredBy int32         // async: another pod offered it, holding this many calls
+	retries   int32         // async only: retries after the first attempt
+	backoff   time.Duration // async only: first retry delay
 
 	body   *guardedBody // the request body, read on the caller's behalf
 	ticket Ticket       // admission slot

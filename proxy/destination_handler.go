@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -135,7 +136,10 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	c.namespace = d.namespace
 	c.timeout = p.MaxTimeout
 	c.async = prefersAsync(r.Header)
-	c.retries = p.Retries
+	if c.async {
+		c.offeredBy = spreadOffer(r)
+	}
+	c.retries = int32(min(p.Retries, math.MaxInt32))
 	c.backoff = p.BackoffDelay
 	if !c.authenticated {
 		c.tenant = tenantOf(r.Header, c.namespace)
@@ -156,7 +160,7 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		if err != nil || n < 0 {
 			return ReasonBadRequest, errors.New(delivery.HeaderForwardRetry + " is not a non-negative integer")
 		}
-		c.retries = min(n, p.MaxRetries)
+		c.retries = int32(min(n, p.MaxRetries, math.MaxInt32))
 	}
 	if v := r.Header.Get(delivery.HeaderForwardBackoffDelay); v != "" {
 		d, err := delivery.ParseDuration(strings.TrimSpace(v))

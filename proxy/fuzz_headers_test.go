@@ -117,7 +117,7 @@ func FuzzForwardHeaders(f *testing.F) {
 			t.Fatalf("fill accepted %q without a destination", to)
 		case c.timeout <= 0 || c.timeout > p.MaxTimeout:
 			t.Fatalf("timeout %s from %q, want within (0, %s]", c.timeout, timeout, p.MaxTimeout)
-		case c.retries < 0 || c.retries > p.MaxRetries:
+		case c.retries < 0 || int(c.retries) > p.MaxRetries:
 			t.Fatalf("retries %d from %q, want within [0, %d]", c.retries, retry, p.MaxRetries)
 		case c.backoff <= 0 || c.backoff > p.MaxBackoffDelay:
 			t.Fatalf("backoff %s from %q, want within (0, %s]", c.backoff, backoff, p.MaxBackoffDelay)

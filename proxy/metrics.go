@@ -51,13 +51,14 @@ type outcome uint8
 const (
 	outcomeForwarded outcome = iota // the destination answered (any status)
 	outcomeAccepted                 // async: 202 given, delivery in the background
+	outcomeSpread                   // async: 202 given, another pod took the delivery (Spreader)
 	outcomeRejected                 // refused by the proxy before anything reached a destination
 	outcomeFailed                   // no answer from the destination: 502 or 504
 	outcomeCanceled                 // the caller went away first
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"forwarded", "accepted", "rejected", "failed", "canceled"}
+var outcomeNames = [numOutcomes]string{"forwarded", "accepted", "spread", "rejected", "failed", "canceled"}
 
 // asyncOutcome is how a background delivery ended.
 type asyncOutcome uint8
@@ -277,6 +278,8 @@ func outcomeOf(c *call, status int, reason Reason) outcome {
 		return outcomeRejected
 	case status == 0:
 		return outcomeCanceled
+	case c.spread && status == http.StatusAccepted:
+		return outcomeSpread
 	case c.async && status == http.StatusAccepted:
 		return outcomeAccepted
 	default:

@@ -150,6 +150,9 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 		Tracing:         o.tracerProvider,
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
+	if cfg.SpreadAbove > 0 {
+		p.async.spread = NewSpreader(SpreadParams{URL: cfg.SpreadURL, Above: cfg.SpreadAbove, Timeout: cfg.SpreadTimeout}, p.Limiter.Inflight, logger)
+	}
 
 	// Innermost first.
 	h := modeSwitch(NewForwardHandler(fp, logger), p.async)

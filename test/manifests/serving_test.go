@@ -108,6 +108,9 @@ func TestServiceSettings(t *testing.T) {
 				{name: "namespace", got: svc.Namespace, want: "knative-eventing"},
 				{name: "visibility", got: svc.Labels["networking.knative.dev/visibility"], want: "cluster-local"},
 				{name: "image", got: c.Image, want: "ko://knative.dev/event-forwarding-proxy/cmd/proxy"},
+				// Offers go to the revision's private Service (queue-proxy).
+				{name: "spread address", got: proxy.SpreadURL, want: "http://" + svc.Name + "-00001-private"},
+				{name: "spread above", got: proxy.SpreadAbove, want: 40},
 				{name: "service account", got: spec.ServiceAccountName, want: proxyName},
 				{name: "port", got: port, want: corev1.ContainerPort{Name: "http1", ContainerPort: 8080}},
 				{name: "timeoutSeconds", got: *spec.TimeoutSeconds, want: int64(600)},
@@ -165,12 +168,14 @@ func containerEnv(c corev1.Container) map[string]string {
 }
 
 // proxyConfig is what the proxy makes of svc's environment and memory
-// limit, with PORT set from the container port as Knative does.
+// limit, with PORT set from the container port and K_REVISION to the
+// first revision's name, as Knative does.
 func proxyConfig(t *testing.T, svc *servingv1.Service) *config.Proxy {
 	t.Helper()
 	c := svc.Spec.Template.Spec.Containers[0]
 	env := containerEnv(c)
 	env["PORT"] = strconv.Itoa(int(c.Ports[0].ContainerPort))
+	env["K_REVISION"] = svc.Name + "-00001"
 	proxy, err := config.ProxyFromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, c.Resources.Limits.Memory().Value())
 	if err != nil {
 		t.Fatalf("the proxy refuses the manifest's environment: %v", err)
