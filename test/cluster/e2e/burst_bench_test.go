@@ -87,6 +87,7 @@ func BenchmarkBurstToPods(b *testing.B) {
 			b.Fatalf("hand-off %d: %d (%v), want 202", i, st, errs[i])
 		}
 	}
+	b.Logf("held calls per proxy pod after the hand-offs: %v", installed.spread(ctx, b))
 	var wanted, readyAfter time.Duration
 	desired := int32(0)
 	eventually(b, burstHold-30*time.Second, 2*time.Second, func() string {
@@ -111,6 +112,7 @@ func BenchmarkBurstToPods(b *testing.B) {
 	b.ReportMetric(readyAfter.Seconds(), "s-to-pods-ready")
 	b.Logf("%d async events handed off in %v; the HPA wanted %d pods after %v, %d were ready after %v",
 		burstCalls, handedOff.Round(time.Millisecond), burstPods, wanted.Round(time.Second), burstPods, readyAfter.Round(time.Second))
+	b.Logf("held calls per proxy pod once they were ready: %v", installed.spread(ctx, b))
 
 	// Nothing left in the proxy for what runs next.
 	answered := 0

@@ -145,6 +145,12 @@ func seedScenarioLoad(ctx context.Context, t *testing.T, s *sink) time.Time {
 	if w.maxPods <= basePods {
 		t.Errorf("the proxy never scaled out past the %d pods it had before the load (held calls at most %.0f)", basePods, w.maxHeld)
 	}
+	// Traefik's connections to the revision's ClusterIP were opened before
+	// the new pod: it gets calls only as the others offer them to it.
+	sp := installed.watchSpread(ctx, t, 2*time.Minute, w.maxPods)
+	if total := sumHeld(sp.held); sp.min < total/float64(len(sp.held))/2 {
+		t.Errorf("calls not spread over the proxy's pods: %v, want the least busy at half the mean or more", sp)
+	}
 
 	// A pod that leaves with calls held: delete one (as a scale-in does)
 	// and check below that none of its calls was cut. The scenarios
