@@ -118,7 +118,8 @@ func bufferRequest(req *http.Request, limit int64) (_ *encoded, rest io.ReadClos
 		m.header = http.Header{}
 	}
 	for _, k := range []string{delivery.HeaderForwardTo, delivery.HeaderForwardTimeout, delivery.HeaderForwardRetry,
-		delivery.HeaderForwardBackoffDelay, delivery.HeaderForwardAuthorization} {
+		delivery.HeaderForwardBackoffDelay, delivery.HeaderForwardBackoffPolicy, delivery.HeaderForwardRetryAfterMax,
+		delivery.HeaderForwardAuthorization} {
 		m.header.Del(k) // the Sender sets them; a client's own would be ambiguous
 	}
 	if req.Body == nil || req.Body == http.NoBody {

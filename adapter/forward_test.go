@@ -189,6 +189,8 @@ func TestForwardAsyncThroughProxy(t *testing.T) {
 	// A client's own would let it pick the proxy's target or identity.
 	req.Header.Set(delivery.HeaderForwardTo, "http://elsewhere/")
 	req.Header.Set(delivery.HeaderForwardAuthorization, "Bearer client")
+	req.Header.Set(delivery.HeaderForwardBackoffPolicy, "linear")
+	req.Header.Set(delivery.HeaderForwardRetryAfterMax, "PT1H")
 	direct := &clientRT{}
 	if resp, _ := forward(t, s, req, direct, ForwardOptions{}); resp.StatusCode != http.StatusAccepted || len(direct.reqs) != 0 || proxy.count() != 1 {
 		t.Fatalf("status %d, direct %d, proxy %d; want the proxy's 202 only", resp.StatusCode, len(direct.reqs), proxy.count())
@@ -198,6 +200,7 @@ func TestForwardAsyncThroughProxy(t *testing.T) {
 		delivery.HeaderForwardTo: {sink}, delivery.HeaderPrefer: {delivery.PreferRespondAsync},
 		delivery.HeaderForwardTimeout: {"PT10M"}, delivery.HeaderForwardRetry: {"5"},
 		delivery.HeaderForwardBackoffDelay: {"PT0.05S"}, delivery.HeaderForwardAuthorization: nil,
+		delivery.HeaderForwardBackoffPolicy: nil, delivery.HeaderForwardRetryAfterMax: {"PT30S"},
 	}
 	for k, v := range clientHeader() {
 		want[k] = v

@@ -223,6 +223,8 @@ func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) e
 		h.Set(delivery.HeaderPrefer, delivery.PreferRespondAsync)
 		h.Set(delivery.HeaderForwardRetry, strconv.Itoa(s.p.Retries))
 		h.Set(delivery.HeaderForwardBackoffDelay, delivery.FormatDuration(s.p.BackoffDelay))
+		// The proxy honours Retry-After as this Sender does when it sends directly.
+		h.Set(delivery.HeaderForwardRetryAfterMax, delivery.FormatDuration(s.p.MaxRetryAfter))
 	}
 	return nil
 }

@@ -49,11 +49,13 @@ func TestSendThroughProxyHeaders(t *testing.T) {
 	}{
 		{name: "async hand-off", want: map[string]string{
 			"Kn-Forward-To": sink.URL, "Kn-Forward-Timeout": "PT10M", "Prefer": "respond-async",
-			"Kn-Forward-Retry": "5", "Kn-Forward-Backoff-Delay": "PT0.05S", "Kn-Namespace": "tenant", "Ce-Id": "e",
+			"Kn-Forward-Retry": "5", "Kn-Forward-Backoff-Delay": "PT0.05S", "Kn-Forward-Retry-After-Max": "PT30S",
+			"Kn-Namespace": "tenant", "Ce-Id": "e",
 		}},
 		{name: "sync call", sync: true, want: map[string]string{
 			"Kn-Forward-To": sink.URL, "Kn-Forward-Timeout": "PT10M", "Prefer": "",
-			"Kn-Forward-Retry": "", "Kn-Forward-Backoff-Delay": "", "Kn-Namespace": "tenant", "Ce-Id": "e",
+			"Kn-Forward-Retry": "", "Kn-Forward-Backoff-Delay": "", "Kn-Forward-Retry-After-Max": "",
+			"Kn-Namespace": "tenant", "Ce-Id": "e",
 		}},
 	}
 	s := testSender(SenderParams{}, newFakeClock())

@@ -32,22 +32,28 @@ type Backoff struct {
 	// If zero, it is not retried.
 	Retries int
 	// Delay is the wait before the first retry; it doubles with each
-	// further one. If zero, 500 ms.
+	// further one, or with Linear grows by itself. If zero, 500 ms.
 	Delay time.Duration
-	// Max caps the exponential wait. If zero, 1 minute.
+	// Max caps the wait. If zero, 1 minute.
 	Max time.Duration
 	// MaxRetryAfter caps how long a Retry-After answer can make the caller
-	// wait. If zero, 5 minutes.
+	// wait. If zero, DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
+	// Linear makes retry n wait n times Delay instead of 2^(n-1) times
+	// (a Knative delivery spec's backoffPolicy: linear).
+	Linear bool
+	// IgnoreRetryAfter makes Retry-After answers count for nothing (a
+	// Knative delivery spec's retryAfterMax: PT0S).
+	IgnoreRetryAfter bool
 	// Rand returns a number in [0, n) and drives the jitter.
 	// If nil, math/rand/v2.Int64N.
 	Rand func(n int64) int64
 }
 
 // Wait returns how long to wait before retry number attempt (1 for the
-// first retry). The exponential part is drawn uniformly from its upper half
-// so that senders that failed together do not retry together; retryAfter,
-// when positive, is a floor.
+// first retry). The wait is drawn uniformly from its upper half so that
+// senders that failed together do not retry together; retryAfter, when
+// positive and not ignored, is a floor.
 func (b Backoff) Wait(attempt int, retryAfter time.Duration) time.Duration {
 	base, ceiling := b.Delay, b.Max
 	if base <= 0 {
@@ -57,12 +63,19 @@ func (b Backoff) Wait(attempt int, retryAfter time.Duration) time.Duration {
 		ceiling = time.Minute
 	}
 	d := base
-	for i := 1; i < attempt && d < ceiling; i++ {
-		if d > ceiling/2 { // doubling would pass the cap (or overflow)
-			d = ceiling
-			break
+	switch {
+	case b.Linear && attempt > 1 && base > ceiling/time.Duration(attempt):
+		d = ceiling // attempt times base would pass the cap (or overflow)
+	case b.Linear && attempt > 1:
+		d = base * time.Duration(attempt)
+	case !b.Linear:
+		for i := 1; i < attempt && d < ceiling; i++ {
+			if d > ceiling/2 { // doubling would pass the cap (or overflow)
+				d = ceiling
+				break
+			}
+			d *= 2
 		}
-		d *= 2
 	}
 	d = min(d, ceiling)
 	if half := int64(d / 2); half > 0 {
@@ -72,14 +85,23 @@ func (b Backoff) Wait(attempt int, retryAfter time.Duration) time.Duration {
 		}
 		d = time.Duration(half + rnd(half+1))
 	}
-	if retryAfter > 0 {
-		limit := b.MaxRetryAfter
-		if limit <= 0 {
-			limit = 5 * time.Minute
-		}
-		d = max(d, min(retryAfter, limit))
+	if retryAfter > 0 && !b.IgnoreRetryAfter {
+		d = max(d, min(retryAfter, b.RetryAfterCap()))
 	}
 	return d
+}
+
+// DefaultMaxRetryAfter is Backoff's cap on Retry-After when MaxRetryAfter
+// is zero.
+const DefaultMaxRetryAfter = 5 * time.Minute
+
+// RetryAfterCap is the longest a Retry-After answer can make the caller
+// wait: MaxRetryAfter, or DefaultMaxRetryAfter if it is zero.
+func (b Backoff) RetryAfterCap() time.Duration {
+	if b.MaxRetryAfter <= 0 {
+		return DefaultMaxRetryAfter
+	}
+	return b.MaxRetryAfter
 }
 
 // RetryableAsync reports whether an asynchronous call that ended with resp

@@ -32,6 +32,14 @@ const (
 	// HeaderForwardBackoffDelay is the base delay (ISO-8601) between the
 	// retries of an asynchronous call.
 	HeaderForwardBackoffDelay = "Kn-Forward-Backoff-Delay"
+	// HeaderForwardBackoffPolicy is linear or exponential (the default):
+	// how the delay between an asynchronous call's retries grows, as a
+	// Knative delivery spec's backoffPolicy says.
+	HeaderForwardBackoffPolicy = "Kn-Forward-Backoff-Policy"
+	// HeaderForwardRetryAfterMax is an ISO-8601 duration capping how long a
+	// destination's Retry-After delays an asynchronous call's retry, as a
+	// Knative delivery spec's retryAfterMax does; PT0S ignores Retry-After.
+	HeaderForwardRetryAfterMax = "Kn-Forward-Retry-After-Max"
 	// HeaderForwardAuthorization carries the caller's token for the proxy.
 	HeaderForwardAuthorization = "Kn-Forward-Authorization"
 	// HeaderForwardError is set on every answer the proxy makes itself.

@@ -59,9 +59,13 @@ type Async struct {
 	ctx     context.Context // cancelled by Abort
 	abort   context.CancelFunc
 	wg      sync.WaitGroup
-	starts  starts       // first attempts waiting behind the hand-offs
-	spread  *Spreader    // nil unless FORWARD_SPREAD_ABOVE is set
-	pending atomic.Int64 // events handed off and not yet delivered or lost
+	starts  starts    // first attempts waiting behind the hand-offs
+	spread  *Spreader // nil unless FORWARD_SPREAD_ABOVE is set
+	// afterFunc and jitter schedule retries and draw their jitter; tests
+	// replace them to read the waits.
+	afterFunc func(time.Duration, func()) *time.Timer
+	jitter    func(n int64) int64
+	pending   atomic.Int64 // events handed off and not yet delivered or lost
 }
 
 // NewAsync returns the async hand-off handler.
@@ -70,7 +74,7 @@ func NewAsync(p AsyncParams, logger *zap.SugaredLogger) *Async {
 	// A callctx root: every attempt and backoff hooks into it, for as long
 	// as its event is held, at the cost of a small record.
 	root := callctx.NewRoot()
-	a := &Async{p: p, logger: logger, ctx: root, abort: root.Cancel}
+	a := &Async{p: p, logger: logger, ctx: root, abort: root.Cancel, afterFunc: time.AfterFunc}
 	a.h1, a.h2c = p.roundTrippers()
 	return a
 }
@@ -113,6 +117,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	retry, _ := parseRetryOptions(r.Header) // valid: the destination handler checked
 	// The event's headers are the inbound map, edited in place (the server
 	// reads nothing of it once the handler runs, except an HTTP/1.0
 	// caller's keep-alive wish): one copy fewer per event held.
@@ -130,9 +135,10 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bag:  baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
 			Retries: int(c.retries), Delay: c.backoff,
-			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter,
+			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter, Rand: a.jitter,
 		},
 	}
+	retry.apply(&j.backoff)
 	c.leave(delivering)
 	c.metrics.asyncPending(1)
 	a.pending.Add(1)
@@ -333,7 +339,7 @@ func (a *Async) attempted(j *job, attempt int, resp *http.Response, err error) {
 		return !was
 	}
 	mu.Lock()
-	timer = time.AfterFunc(j.backoff.Wait(attempt+1, ra), func() {
+	timer = a.afterFunc(j.backoff.Wait(attempt+1, ra), func() {
 		if take() {
 			stopAbort()
 			c.metrics.asyncRetry()

@@ -169,6 +169,9 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		}
 		c.backoff = min(d, p.MaxBackoffDelay)
 	}
+	if _, err := parseRetryOptions(r.Header); err != nil {
+		return ReasonBadRequest, err
+	}
 	return "", nil
 }
 

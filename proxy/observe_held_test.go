@@ -76,6 +76,7 @@ func TestHeldRecordsFitTheirSizeClass(t *testing.T) {
 	}{
 		{name: "call", size: unsafe.Sizeof(call{}), max: 256},
 		{name: "observation", size: unsafe.Sizeof(observation{}), max: 128},
+		{name: "async job", size: unsafe.Sizeof(job{}), max: 176},
 	}
 	for _, tt := range tests {
 		if tt.size > tt.max {
