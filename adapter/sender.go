@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -228,7 +229,7 @@ func NewSender(p SenderParams) *Sender {
 			s.tokens = &CachedTokens{Source: p.Tokens, Now: p.Now}
 		}
 	}
-	s.backoff = delivery.Backoff{Retries: p.Retries, Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
+	s.backoff = delivery.Backoff{Retries: int32(min(p.Retries, math.MaxInt32)), Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
 	s.router.logger, s.router.now = p.Logger, p.Now
 	s.metrics = newSenderMetrics(p.MeterProvider, &s.router)
 	s.router.notifyOn(p.OnRouteChange)

@@ -29,8 +29,15 @@ import (
 // destination asked for with Retry-After (up to MaxRetryAfter).
 type Backoff struct {
 	// Retries is how many times a failed call is tried again.
-	// If zero, it is not retried.
-	Retries int
+	// If zero, it is not retried. (int32: a held async event keeps a
+	// Backoff, packed with the two flags below.)
+	Retries int32
+	// Linear makes retry n wait n times Delay instead of 2^(n-1) times
+	// (a Knative delivery spec's backoffPolicy: linear).
+	Linear bool
+	// IgnoreRetryAfter makes Retry-After answers count for nothing (a
+	// Knative delivery spec's retryAfterMax: PT0S).
+	IgnoreRetryAfter bool
 	// Delay is the wait before the first retry; it doubles with each
 	// further one, or with Linear grows by itself. If zero, 500 ms.
 	Delay time.Duration
@@ -39,12 +46,6 @@ type Backoff struct {
 	// MaxRetryAfter caps how long a Retry-After answer can make the caller
 	// wait. If zero, DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
-	// Linear makes retry n wait n times Delay instead of 2^(n-1) times
-	// (a Knative delivery spec's backoffPolicy: linear).
-	Linear bool
-	// IgnoreRetryAfter makes Retry-After answers count for nothing (a
-	// Knative delivery spec's retryAfterMax: PT0S).
-	IgnoreRetryAfter bool
 	// Rand returns a number in [0, n) and drives the jitter.
 	// If nil, math/rand/v2.Int64N.
 	Rand func(n int64) int64

@@ -40,6 +40,11 @@ const (
 	// destination's Retry-After delays an asynchronous call's retry, as a
 	// Knative delivery spec's retryAfterMax does; PT0S ignores Retry-After.
 	HeaderForwardRetryAfterMax = "Kn-Forward-Retry-After-Max"
+	// HeaderForwardDeadLetterTo names the absolute http(s) URL an
+	// asynchronous call's event goes to after its last failed attempt, with
+	// Knative's error extensions (knativeerrordest, knativeerrorcode,
+	// knativeerrordata), as a Knative delivery spec's deadLetterSink.
+	HeaderForwardDeadLetterTo = "Kn-Forward-Dead-Letter-To"
 	// HeaderForwardAuthorization carries the caller's token for the proxy.
 	HeaderForwardAuthorization = "Kn-Forward-Authorization"
 	// HeaderForwardError is set on every answer the proxy makes itself.

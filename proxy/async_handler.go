@@ -88,6 +88,7 @@ type job struct {
 	span    trace.SpanContext // the call's server span: parent of the attempts
 	bag     baggage.Baggage
 	backoff delivery.Backoff
+	dead    *deadLetter // nil without Kn-Forward-Dead-Letter-To
 }
 
 func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -118,6 +119,7 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	retry, _ := parseRetryOptions(r.Header) // valid: the destination handler checked
+	dead := newDeadLetter(r.Header)
 	// The event's headers are the inbound map, edited in place (the server
 	// reads nothing of it once the handler runs, except an HTTP/1.0
 	// caller's keep-alive wish): one copy fewer per event held.
@@ -134,9 +136,10 @@ func (a *Async) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		span: trace.SpanContextFromContext(r.Context()),
 		bag:  baggage.FromContext(r.Context()),
 		backoff: delivery.Backoff{
-			Retries: int(c.retries), Delay: c.backoff,
+			Retries: c.retries, Delay: c.backoff,
 			Max: a.p.MaxBackoff, MaxRetryAfter: a.p.MaxRetryAfter, Rand: a.jitter,
 		},
+		dead: dead,
 	}
 	retry.apply(&j.backoff)
 	c.leave(delivering)
@@ -259,10 +262,14 @@ func (a *Async) try(j *job, attempt int) {
 	req, err := http.NewRequestWithContext(ctx, j.method, "", nil)
 	if err != nil {
 		cancel()
-		a.attempted(j, attempt, nil, err)
+		a.attempted(j, attempt, nil, nil, err)
 		return
 	}
-	req.URL, req.Host = j.c.dest, j.c.dest.Host
+	target := j.c.dest
+	if j.dead != nil && j.dead.sending {
+		target = j.dead.url
+	}
+	req.URL, req.Host = target, target.Host
 	if len(j.body) > 0 {
 		// The h2c client sends it from the event's bytes (eventBody.Bytes),
 		// keeping no copy of its own.
@@ -275,33 +282,44 @@ func (a *Async) try(j *job, attempt int) {
 		req.Header = j.header.Clone()
 	}
 	t := a.h1
-	if a.p.useH2C(j.c) {
+	if a.p.useH2CTo(target) {
 		t = a.h2c
 	}
 	delivery.Start(t, req, func(resp *http.Response, err error) {
+		var head []byte
 		if err != nil {
 			if delivery.Classify(ctx, err) == delivery.TimedOut && a.ctx.Err() == nil {
 				err = errors.Join(context.DeadlineExceeded, err)
 			}
 		} else {
+			if j.dead != nil && !j.dead.sending && resp.StatusCode >= 300 {
+				// The start of a failure, for knativeerrordata.
+				head, _ = io.ReadAll(io.LimitReader(resp.Body, errorDataBytes))
+			}
 			// The answer comes back for its status and headers only.
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 			_ = resp.Body.Close()
 		}
 		cancel()
-		a.attempted(j, attempt, resp, err)
+		a.attempted(j, attempt, resp, head, err)
 	})
 }
 
 // attempted decides what follows attempt number attempt of j, which
-// ended with resp or err: the end of the job, or a retry after the backoff.
-func (a *Async) attempted(j *job, attempt int, resp *http.Response, err error) {
+// ended with resp (whose body starts with head, when j keeps it) or err:
+// the end of the job, its dead-letter sink's turn, or a retry after the
+// backoff.
+func (a *Async) attempted(j *job, attempt int, resp *http.Response, head []byte, err error) {
 	c := j.c
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
 	}
 	switch {
+	case err == nil && status < 300 && j.dead != nil && j.dead.sending:
+		a.logger.Warnw("Delivered async event to its dead-letter sink", a.eventFields(j, status, attempt+1)...)
+		a.finish(j, asyncDeadLettered)
+		return
 	case err == nil && status < 300:
 		a.logger.Debugw("Delivered async event", zap.String("destination", c.dest.Host),
 			zap.Int("status", status), zap.Int("attempts", attempt+1))
@@ -310,7 +328,11 @@ func (a *Async) attempted(j *job, attempt int, resp *http.Response, err error) {
 	case a.ctx.Err() != nil:
 		a.abandoned(j, status, attempt+1, err)
 		return
-	case errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= j.backoff.Retries:
+	case errors.Is(err, delivery.ErrDestinationDenied) || !delivery.RetryableAsync(resp, err) || attempt >= int(j.backoff.Retries):
+		if j.dead != nil && !j.dead.sending {
+			a.toDeadLetter(j, status, head, attempt+1, err)
+			return
+		}
 		a.logFailure("Async delivery failed", j, status, attempt+1, err)
 		a.finish(j, asyncFailed)
 		return
@@ -370,16 +392,48 @@ func (a *Async) abandoned(j *job, status, attempts int, err error) {
 }
 
 func (a *Async) logFailure(msg string, j *job, status, attempts int, err error) {
+	fields := a.eventFields(j, status, attempts)
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	if j.dead != nil && j.dead.sending {
+		msg = "Async delivery and its dead-lettering failed"
+	}
+	a.logger.Errorw(msg, fields...)
+}
+
+// eventFields are the log fields of j's event after attempts that ended
+// with status; with a dead-letter sink in use, the destination's failure
+// too.
+func (a *Async) eventFields(j *job, status, attempts int) []any {
 	id, source := eventIdentity(j.header, j.body)
 	fields := []any{
 		zap.String("destination", j.c.dest.Host), zap.String("tenant", j.c.tenant),
 		zap.String("ceId", id), zap.String("ceSource", source),
 		zap.Int("status", status), zap.Int("attempts", attempts),
 	}
-	if err != nil {
-		fields = append(fields, zap.Error(err))
+	if j.dead != nil && j.dead.sending {
+		fields = append(fields, zap.String("deadLetterSink", j.dead.url.Host), zap.String("destinationFailure", j.dead.cause))
 	}
-	a.logger.Errorw(msg, fields...)
+	return fields
+}
+
+// toDeadLetter sends j's event to its dead-letter sink, with Knative's
+// error extensions, after the destination's last failed attempt (status,
+// head of its answer, or err), and with retries of its own.
+func (a *Async) toDeadLetter(j *job, status int, head []byte, attempts int, err error) {
+	code := status
+	if code == 0 {
+		code = http.StatusInternalServerError // eventing's code when no answer came
+		head = nil
+	}
+	j.dead.cause = "status " + strconv.Itoa(status) + " after " + strconv.Itoa(attempts) + " attempts"
+	if err != nil {
+		j.dead.cause += ": " + err.Error()
+	}
+	j.header, j.body = deadLetterEvent(j.header, j.body, j.c.dest.String(), code, errorData(head, err))
+	j.dead.sending = true
+	a.try(j, 0)
 }
 
 // eventIdentity returns the CloudEvent id and source of a binary-mode

@@ -117,16 +117,8 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 		return ReasonBadDestination, err
 	}
 	c.dest = d.url
-	host := d.url.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
-			return ReasonDestinationDenied, errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
-		}
-		if err := p.Policy.CheckAddr(ip); err != nil {
-			return ReasonDestinationDenied, err
-		}
-	} else if !delivery.HostAllowed(host, p.AllowedHosts) {
-		return ReasonDestinationDenied, errors.New("destination host " + host + " is not allowed by FORWARD_ALLOWED_HOSTS")
+	if err := p.allowed(d.url.Hostname()); err != nil {
+		return ReasonDestinationDenied, err
 	}
 	if r.ContentLength > p.MaxEventBytes {
 		return ReasonBodyTooLarge, errors.New("the body has " + strconv.FormatInt(r.ContentLength, 10) +
@@ -146,7 +138,7 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	}
 	if c.onlyNamespace != "" && c.namespace != c.onlyNamespace {
 		return ReasonDestinationDenied, errors.New("a caller of namespace " + c.onlyNamespace +
-			" may reach services of its own namespace only, not " + host)
+			" may reach services of its own namespace only, not " + d.url.Hostname())
 	}
 	if v := r.Header.Get(delivery.HeaderForwardTimeout); v != "" {
 		d, err := delivery.ParseDuration(strings.TrimSpace(v))
@@ -171,6 +163,45 @@ func (p *DestinationParams) fill(c *call, r *http.Request) (Reason, error) {
 	}
 	if _, err := parseRetryOptions(r.Header); err != nil {
 		return ReasonBadRequest, err
+	}
+	return p.checkDeadLetter(c, r.Header.Values(delivery.HeaderForwardDeadLetterTo))
+}
+
+// allowed says why host may not be a destination, if it may not: an
+// address outside the policy, or a name outside FORWARD_ALLOWED_HOSTS.
+func (p *DestinationParams) allowed(host string) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !p.Policy.AllowsLiteral(ip) && !delivery.HostAllowed(host, hostPatternsOnly(p.AllowedHosts)) {
+			return errors.New("destination " + host + " is an address outside FORWARD_ALLOWED_CIDRS")
+		}
+		return p.Policy.CheckAddr(ip)
+	}
+	if !delivery.HostAllowed(host, p.AllowedHosts) {
+		return errors.New("destination host " + host + " is not allowed by FORWARD_ALLOWED_HOSTS")
+	}
+	return nil
+}
+
+// checkDeadLetter refuses a dead-letter sink (Kn-Forward-Dead-Letter-To,
+// values) that c could not name as its destination, or on a synchronous
+// call, whose caller gets the destination's failure itself.
+func (p *DestinationParams) checkDeadLetter(c *call, values []string) (Reason, error) {
+	if len(values) == 0 {
+		return "", nil
+	}
+	if !c.async {
+		return ReasonBadRequest, errors.New(delivery.HeaderForwardDeadLetterTo + " applies to async calls (Prefer: respond-async) only")
+	}
+	d, err := p.destinations.parse(values)
+	if err != nil {
+		return ReasonBadDestination, errors.New(delivery.HeaderForwardDeadLetterTo + ": " + err.Error())
+	}
+	if err := p.allowed(d.url.Hostname()); err != nil {
+		return ReasonDestinationDenied, errors.New("dead-letter sink: " + err.Error())
+	}
+	if c.onlyNamespace != "" && d.namespace != c.onlyNamespace {
+		return ReasonDestinationDenied, errors.New("a caller of namespace " + c.onlyNamespace +
+			" may name a dead-letter sink of its own namespace only, not " + d.url.Hostname())
 	}
 	return "", nil
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -95,12 +96,15 @@ func (p *ForwardParams) bodyLimits() bodyLimits {
 // destinations can; in auto mode, those H2CHosts names. Whatever protocol
 // the caller came with: a plain HTTP/1.1 sink gets HTTP/1.1 behind an h2c
 // caller, and nothing is sent to it that its caller did not send.
-func (p *ForwardParams) useH2C(c *call) bool {
+func (p *ForwardParams) useH2C(c *call) bool { return p.useH2CTo(c.dest) }
+
+// useH2CTo reports whether a call to dest speaks h2c.
+func (p *ForwardParams) useH2CTo(dest *url.URL) bool {
 	switch p.Protocol {
 	case config.ProtocolH2C:
-		return c.dest.Scheme == "http"
+		return dest.Scheme == "http"
 	case config.ProtocolAuto:
-		return delivery.H2CTo(c.dest, p.H2CHosts)
+		return delivery.H2CTo(dest, p.H2CHosts)
 	default:
 		return false
 	}

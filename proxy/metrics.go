@@ -67,10 +67,11 @@ const (
 	asyncDelivered asyncOutcome = iota
 	asyncFailed
 	asyncAbandoned
+	asyncDeadLettered // the destination failed; the dead-letter sink took the event
 	numAsyncOutcomes
 )
 
-var asyncOutcomeNames = [numAsyncOutcomes]string{"delivered", "failed", "abandoned"}
+var asyncOutcomeNames = [numAsyncOutcomes]string{"delivered", "failed", "abandoned", "dead_lettered"}
 
 // reasonList lists every reason, so their attribute sets can be built once.
 var reasonList = []Reason{

@@ -99,15 +99,14 @@ func (s *Spreader) offer(ctx context.Context, r *http.Request, body []byte) bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.p.Timeout)
 	defer cancel()
-	// The address is the operator's (FORWARD_SPREAD_URL), never a caller's.
-	req, err := http.NewRequestWithContext(ctx, r.Method, s.p.URL, bytes.NewReader(body)) //nolint:gosec // see above
+	req, err := http.NewRequestWithContext(ctx, r.Method, s.p.URL, bytes.NewReader(body))
 	if err != nil {
 		return false
 	}
 	req.Header = r.Header.Clone()
 	removeHopByHop(req.Header)
 	req.Header.Set(headerSpreadOffer, strconv.Itoa(held))
-	resp, err := s.client.Do(req) //nolint:gosec // the operator's address
+	resp, err := s.client.Do(req) //nolint:gosec // the operator's address (FORWARD_SPREAD_URL), never a caller's
 	if err != nil {
 		s.failed(err)
 		return false
