@@ -151,7 +151,12 @@ func New(cfg *config.Proxy, logger *zap.SugaredLogger, opts ...Option) *Proxy {
 	}
 	p.async = NewAsync(AsyncParams{ForwardParams: fp, MaxBackoff: cfg.AsyncBackoffMax, MaxRetryAfter: cfg.AsyncMaxRetryAfter}, logger)
 	if cfg.SpreadAbove > 0 {
-		p.async.spread = NewSpreader(SpreadParams{URL: cfg.SpreadURL, Above: cfg.SpreadAbove, Timeout: cfg.SpreadTimeout}, p.Limiter.Inflight, logger)
+		s, err := NewSpreader(SpreadParams{URL: cfg.SpreadURL, Above: cfg.SpreadAbove, Timeout: cfg.SpreadTimeout}, p.Limiter.Inflight, logger)
+		if err != nil {
+			// config.ProxyFromEnv refuses such a URL: a bug, not a setting.
+			logger.Errorw("Spreading is off", zap.Error(err))
+		}
+		p.async.spread = s
 	}
 
 	// Innermost first.

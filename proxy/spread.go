@@ -19,9 +19,11 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -63,6 +65,7 @@ type SpreadParams struct {
 // call leaves two pods delivering it: at least once, as async delivery is.
 type Spreader struct {
 	p      SpreadParams
+	url    *url.URL   // p.URL
 	held   func() int // calls the pod holds now
 	client *http.Client
 	logger *zap.SugaredLogger
@@ -71,10 +74,14 @@ type Spreader struct {
 }
 
 // NewSpreader returns the spreader of p; held counts the pod's calls.
-func NewSpreader(p SpreadParams, held func() int, logger *zap.SugaredLogger) *Spreader {
+func NewSpreader(p SpreadParams, held func() int, logger *zap.SugaredLogger) (*Spreader, error) {
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("spread URL %q: want an absolute http URL", p.URL)
+	}
 	dialer := &net.Dialer{Timeout: p.Timeout}
 	return &Spreader{
-		p: p, held: held, logger: logger,
+		p: p, url: u, held: held, logger: logger,
 		client: &http.Client{
 			Transport: &http.Transport{
 				// A connection per offer: each picks its pod anew.
@@ -85,7 +92,7 @@ func NewSpreader(p SpreadParams, held func() int, logger *zap.SugaredLogger) *Sp
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-	}
+	}, nil
 }
 
 // offer offers the async call r, whose body was read into body, to
@@ -99,14 +106,16 @@ func (s *Spreader) offer(ctx context.Context, r *http.Request, body []byte) bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.p.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, s.p.URL, bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	req.Header = r.Header.Clone()
-	removeHopByHop(req.Header)
-	req.Header.Set(headerSpreadOffer, strconv.Itoa(held))
-	resp, err := s.client.Do(req) //nolint:gosec // the operator's address (FORWARD_SPREAD_URL), never a caller's
+	h := r.Header.Clone()
+	removeHopByHop(h)
+	h.Set(headerSpreadOffer, strconv.Itoa(held))
+	// The address is the operator's (FORWARD_SPREAD_URL), parsed once.
+	req := (&http.Request{
+		Method: r.Method, URL: s.url, Host: s.url.Host, Header: h,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}).WithContext(ctx)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		s.failed(err)
 		return false
