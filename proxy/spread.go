@@ -55,10 +55,11 @@ type SpreadParams struct {
 // pod holds more calls than SpreadParams.Above. An ingress that reuses its
 // connections to a revision's ClusterIP sends most hand-offs to the few
 // pods those connections reached, whatever the others hold; a new pod the
-// autoscaler adds gets none. Each offer opens a new connection, so
-// kube-proxy picks a pod for it at random; that pod takes the call only
-// if it holds fewer than the offering pod (the better of two random
-// choices), else it declines and the offering pod keeps the call. A call
+// autoscaler adds gets none until the ingress opens new connections. Each
+// offer opens a new connection, so kube-proxy picks a pod for it at
+// random; that pod takes the call only if it holds fewer than the
+// offering pod (the better of two random choices), else it declines and
+// the offering pod keeps the call. A call
 // taken elsewhere is answered 202 by the pod that took it, which owns its
 // delivery; nothing is lost when an offer fails, since the offering pod
 // still has the event. Only an answer lost after the other pod took the
