@@ -294,7 +294,7 @@ func (a *Async) try(j *job, attempt int) {
 		} else {
 			if j.dead != nil && !j.dead.sending && resp.StatusCode >= 300 {
 				// The start of a failure, for knativeerrordata.
-				head, _ = io.ReadAll(io.LimitReader(resp.Body, errorDataBytes))
+				head, _ = io.ReadAll(io.LimitReader(resp.Body, delivery.ErrorDataBytes))
 			}
 			// The answer comes back for its status and headers only.
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -318,6 +318,7 @@ func (a *Async) attempted(j *job, attempt int, resp *http.Response, head []byte,
 	switch {
 	case err == nil && status < 300 && j.dead != nil && j.dead.sending:
 		a.logger.Warnw("Delivered async event to its dead-letter sink", a.eventFields(j, status, attempt+1)...)
+		c.metrics.deadLetterEnded(true, j.dead.reason)
 		a.finish(j, asyncDeadLettered)
 		return
 	case err == nil && status < 300:
@@ -334,6 +335,9 @@ func (a *Async) attempted(j *job, attempt int, resp *http.Response, head []byte,
 			return
 		}
 		a.logFailure("Async delivery failed", j, status, attempt+1, err)
+		if j.dead != nil {
+			c.metrics.deadLetterEnded(false, j.dead.reason)
+		}
 		a.finish(j, asyncFailed)
 		return
 	}
@@ -422,16 +426,13 @@ func (a *Async) eventFields(j *job, status, attempts int) []any {
 // error extensions, after the destination's last failed attempt (status,
 // head of its answer, or err), and with retries of its own.
 func (a *Async) toDeadLetter(j *job, status int, head []byte, attempts int, err error) {
-	code := status
-	if code == 0 {
-		code = http.StatusInternalServerError // eventing's code when no answer came
-		head = nil
-	}
 	j.dead.cause = "status " + strconv.Itoa(status) + " after " + strconv.Itoa(attempts) + " attempts"
 	if err != nil {
 		j.dead.cause += ": " + err.Error()
 	}
-	j.header, j.body = deadLetterEvent(j.header, j.body, j.c.dest.String(), code, errorData(head, err))
+	j.dead.reason = delivery.FailureReason(status, err)
+	j.header, j.body = delivery.DeadLetterEvent(j.header, j.body, j.c.dest.String(),
+		delivery.DeadLetterCode(status), delivery.ErrorData(status, head, err))
 	j.dead.sending = true
 	a.try(j, 0)
 }

@@ -18,25 +18,19 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/binding"
-	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-	"github.com/cloudevents/sdk-go/v2/types"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"knative.dev/eventing/pkg/kncloudevents/attributes"
-
+	"knative.dev/event-forwarding-proxy/internal/eventingtest"
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
 )
 
@@ -62,37 +56,6 @@ func deadLetterHandOff(t *testing.T, tp *testProxy, dest, dls string, h http.Hea
 	req.Header.Set("Kn-Forward-Dead-Letter-To", dls)
 	if resp, b := do(t, h1Client(t), req); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("hand-off: %d %q, want 202", resp.StatusCode, b)
-	}
-}
-
-// wantEventingExtensions checks that the event the dead-letter sink got
-// is the one sent (header h, body) with the error extensions eventing's
-// dispatcher writes for a failure of dest with code and answer data.
-func wantEventingExtensions(t *testing.T, got proxytest.Request, h http.Header, body []byte, dest string, code int, data []byte) {
-	t.Helper()
-	ctx := context.Background()
-	u, err := url.Parse(dest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := binding.ToEvent(ctx, cehttp.NewMessage(h, io.NopCloser(bytes.NewReader(body))),
-		attributes.KnativeErrorTransformers(*u, code, base64.StdEncoding.EncodeToString(data))...)
-	if err != nil {
-		t.Fatalf("eventing's transformers on the event sent: %v", err)
-	}
-	ev, err := binding.ToEvent(ctx, cehttp.NewMessage(got.Header, io.NopCloser(bytes.NewReader(got.Body))))
-	if err != nil {
-		t.Fatalf("the dead-letter sink got no CloudEvent: %v (%v %q)", err, got.Header, got.Body)
-	}
-	for _, k := range []string{"knativeerrordest", "knativeerrorcode", "knativeerrordata"} {
-		g, _ := types.Format(ev.Extensions()[k])
-		w, _ := types.Format(want.Extensions()[k])
-		if g != w || g == "" {
-			t.Errorf("%s = %q, want eventing's %q", k, g, w)
-		}
-	}
-	if ev.ID() != want.ID() || ev.Source() != want.Source() || ev.Type() != want.Type() || !bytes.Equal(ev.Data(), want.Data()) {
-		t.Errorf("the dead-letter sink got %v, want %v", ev, want)
 	}
 }
 
@@ -130,7 +93,7 @@ func TestDeadLetterSink(t *testing.T) {
 			if a := dest.Requests()[0].Header.Get("Authorization"); a != "Bearer for-the-destination" {
 				t.Errorf("the destination got Authorization %q, want the caller's", a)
 			}
-			wantEventingExtensions(t, got, tc.header, tc.body, dest.URL+"/in", 500, []byte("boom"))
+			eventingtest.WantErrorExtensions(t, got.Header, got.Body, tc.header, tc.body, dest.URL+"/in", 500, []byte("boom"))
 			proxytest.Eventually(t, 5*time.Second, func() bool { return o.async.Pending() == 0 }, "the event's delivery ends")
 			if n := dest.Count(); n != 2 {
 				t.Errorf("the destination got %d attempts, want 2 (one retry)", n)
@@ -138,7 +101,20 @@ func TestDeadLetterSink(t *testing.T) {
 			if n := o.sum(t, metricAsyncDeliveries, attribute.String("outcome", "dead_lettered")); n != 1 {
 				t.Errorf("%s{outcome=dead_lettered} = %d, want 1", metricAsyncDeliveries, n)
 			}
+			wantDeadLetters(t, o, "delivered", "5xx")
 		})
+	}
+}
+
+// wantDeadLetters checks that kn_forward_dead_letters_total counts one
+// event, with outcome and reason.
+func wantDeadLetters(t *testing.T, o *observed, outcome, reason string) {
+	t.Helper()
+	if n := o.sum(t, metricDeadLetters); n != 1 {
+		t.Errorf("%s = %d, want 1", metricDeadLetters, n)
+	}
+	if n := o.sum(t, metricDeadLetters, attribute.String("outcome", outcome), attribute.String("reason", reason)); n != 1 {
+		t.Errorf("%s{outcome=%s,reason=%s} = %d, want 1", metricDeadLetters, outcome, reason, n)
 	}
 }
 
@@ -146,10 +122,12 @@ func TestDeadLetterSink(t *testing.T) {
 // dead-lettered with eventing's code 500 and "dispatch error:".
 func TestDeadLetterWithoutAnswer(t *testing.T) {
 	dls := proxytest.NewDestination(t, nil)
-	tp := newTestProxy(t, nil)
+	o := newObserved(t, nil)
 	h := http.Header{"Ce-Specversion": {"1.0"}, "Ce-Id": {"n-1"}, "Ce-Source": {"/e2e"}, "Ce-Type": {"t"}}
-	deadLetterHandOff(t, tp, "http://"+proxytest.NewRefusingAddr(t)+"/", dls.URL, h, []byte("x"))
+	deadLetterHandOff(t, o.testProxy, "http://"+proxytest.NewRefusingAddr(t)+"/", dls.URL, h, []byte("x"))
 	got := dls.Next(t)
+	proxytest.Eventually(t, 5*time.Second, func() bool { return o.async.Pending() == 0 }, "the event's delivery ends")
+	wantDeadLetters(t, o, "delivered", "unreachable")
 	if code := got.Header.Get("Ce-Knativeerrorcode"); code != "500" {
 		t.Errorf("knativeerrorcode = %q, want 500", code)
 	}
@@ -165,9 +143,10 @@ func TestDeadLetterSinkDown(t *testing.T) {
 	dest := proxytest.NewDestination(t, failing(http.StatusServiceUnavailable, ""))
 	dls := proxytest.NewDestination(t, failing(http.StatusBadGateway, ""))
 	core, logs := observer.New(zapcore.ErrorLevel)
-	tp := newTestProxyLogger(t, nil, zap.New(core).Sugar())
-	deadLetterHandOff(t, tp, dest.URL, dls.URL, http.Header{"Ce-Id": {"d-1"}}, []byte("x"))
-	proxytest.Eventually(t, 5*time.Second, func() bool { return tp.async.Pending() == 0 }, "the event's delivery ends")
+	o := newObservedLogger(t, nil, zap.New(core).Sugar())
+	deadLetterHandOff(t, o.testProxy, dest.URL, dls.URL, http.Header{"Ce-Id": {"d-1"}}, []byte("x"))
+	proxytest.Eventually(t, 5*time.Second, func() bool { return o.async.Pending() == 0 }, "the event's delivery ends")
+	wantDeadLetters(t, o, "failed", "5xx")
 	if n := dls.Count(); n != 2 {
 		t.Errorf("the dead-letter sink got %d attempts, want 2 (its own retry)", n)
 	}

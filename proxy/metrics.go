@@ -23,6 +23,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // Metric names of the contract: the dashboard, the alerts and the
@@ -41,6 +43,7 @@ const (
 	metricAsyncDeliveries = "kn_forward_async_deliveries"
 	metricAsyncRetries    = "kn_forward_async_retries"
 	metricAsyncPending    = "kn_forward_async_pending"
+	metricDeadLetters     = "kn_forward_dead_letters"
 	metricMemoryBudget    = "kn_forward_memory_budget_bytes"
 	metricMemoryReserved  = "kn_forward_memory_reserved_bytes"
 )
@@ -92,12 +95,14 @@ type Metrics struct {
 	deliveries metric.Int64Counter
 	retries    metric.Int64Counter
 	pending    metric.Int64UpDownCounter
+	dead       metric.Int64Counter
 
 	// Attribute sets, built once: the hot path allocates none.
 	requestAttrs [numOutcomes][7]*attrs // by outcome and status/100 (6: none)
 	outcomeAttrs [numOutcomes]*attrs
 	reasonAttrs  map[Reason]*attrs
 	asyncAttrs   [numAsyncOutcomes]*attrs
+	deadAttrs    [2]map[string]*attrs // by delivered (1) or not, then reason
 	namespaces   *labelValues
 	tenantValues *labelValues
 }
@@ -118,7 +123,7 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, b *MemoryBudget, maxLabelVa
 	var (
 		ms  Metrics
 		err error
-		all = make([]error, 0, 12) // one per instrument
+		all = make([]error, 0, 13) // one per instrument
 	)
 	ms.active, err = m.Int64UpDownCounter(metricActive, metric.WithDescription("Calls held now (sync and async), by destination namespace"))
 	all = append(all, err)
@@ -141,6 +146,9 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, b *MemoryBudget, maxLabelVa
 	ms.retries, err = m.Int64Counter(metricAsyncRetries, metric.WithDescription("Async delivery attempts after the first"))
 	all = append(all, err)
 	ms.pending, err = m.Int64UpDownCounter(metricAsyncPending, metric.WithDescription("Async calls accepted and not yet ended"))
+	all = append(all, err)
+	ms.dead, err = m.Int64Counter(metricDeadLetters, metric.WithDescription(
+		"Async events sent to their dead-letter sink, by outcome (delivered, failed) and why the destination failed"))
 	all = append(all, err)
 	_, err = m.Int64ObservableGauge(metricCapacity, metric.WithDescription("The pod's admission limit"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -180,6 +188,12 @@ func NewMetrics(mp metric.MeterProvider, l *Limiter, b *MemoryBudget, maxLabelVa
 	for o := range numAsyncOutcomes {
 		ms.asyncAttrs[o] = newAttrs(attribute.String("outcome", asyncOutcomeNames[o]))
 	}
+	for i, o := range []string{"failed", "delivered"} {
+		ms.deadAttrs[i] = make(map[string]*attrs, len(delivery.FailureReasons))
+		for _, r := range delivery.FailureReasons {
+			ms.deadAttrs[i][r] = newAttrs(attribute.String("outcome", o), attribute.String("reason", r))
+		}
+	}
 	ms.zero()
 	return &ms, nil
 }
@@ -199,6 +213,11 @@ func (m *Metrics) zero() {
 	}
 	for _, a := range m.asyncAttrs {
 		m.deliveries.Add(ctx, 0, a.add...)
+	}
+	for _, byReason := range m.deadAttrs {
+		for _, a := range byReason {
+			m.dead.Add(ctx, 0, a.add...)
+		}
 	}
 	m.retries.Add(ctx, 0)
 	m.pending.Add(ctx, 0)
@@ -237,6 +256,21 @@ func (m *Metrics) asyncRetry() {
 func (m *Metrics) asyncEnded(o asyncOutcome) {
 	if m != nil {
 		m.deliveries.Add(context.Background(), 1, m.asyncAttrs[o].add...)
+	}
+}
+
+// deadLetterEnded counts an event sent to its dead-letter sink: delivered
+// there or not, and why its destination failed (delivery.FailureReason).
+func (m *Metrics) deadLetterEnded(delivered bool, reason string) {
+	if m == nil {
+		return
+	}
+	i := 0
+	if delivered {
+		i = 1
+	}
+	if a, ok := m.deadAttrs[i][reason]; ok {
+		m.dead.Add(context.Background(), 1, a.add...)
 	}
 }
 

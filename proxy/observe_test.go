@@ -46,10 +46,16 @@ type observed struct {
 
 func newObserved(t *testing.T, env map[string]string) *observed {
 	t.Helper()
+	return newObservedLogger(t, env, zap.NewNop().Sugar())
+}
+
+// newObservedLogger is newObserved with its logs going to logger.
+func newObservedLogger(t *testing.T, env map[string]string, logger *zap.SugaredLogger) *observed {
+	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	p := newTestProxyLogger(t, env, zap.NewNop().Sugar(),
+	p := newTestProxyLogger(t, env, logger,
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), WithTracerProvider(tp))
 	return &observed{testProxy: p, reader: reader, spans: spans}
 }
