@@ -80,7 +80,7 @@ func (s *Sender) Forward(req *http.Request, direct http.RoundTripper, o ForwardO
 		fallback, err = s.viaProxy(ctx, proxyURL, t, m, proxyMode{keep: openBody}, res)
 	}
 	if fallback == fallbackNone {
-		s.metrics.sent(ctx, RouteProxy, err == nil && isSuccess(res.StatusCode), s.p.Now().Sub(start))
+		s.metrics.sent(ctx, RouteProxy, deliveredIf(err == nil && isSuccess(res.StatusCode)), s.p.Now().Sub(start))
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +98,7 @@ func (s *Sender) forwardDirect(ctx context.Context, req *http.Request, direct ht
 	s.router.inflight[RouteDirect].Add(1)
 	defer s.router.inflight[RouteDirect].Add(-1)
 	resp, err := direct.RoundTrip(req)
-	s.metrics.sent(ctx, RouteDirect, err == nil && isSuccess(resp.StatusCode), s.p.Now().Sub(start))
+	s.metrics.sent(ctx, RouteDirect, deliveredIf(err == nil && isSuccess(resp.StatusCode)), s.p.Now().Sub(start))
 	if err != nil && fallback {
 		return nil, fmt.Errorf("%w: sent directly after the proxy could not take it: %w", ErrUndelivered, err)
 	}
@@ -119,7 +119,7 @@ func bufferRequest(req *http.Request, limit int64) (_ *encoded, rest io.ReadClos
 	}
 	for _, k := range []string{delivery.HeaderForwardTo, delivery.HeaderForwardTimeout, delivery.HeaderForwardRetry,
 		delivery.HeaderForwardBackoffDelay, delivery.HeaderForwardBackoffPolicy, delivery.HeaderForwardRetryAfterMax,
-		delivery.HeaderForwardAuthorization} {
+		delivery.HeaderForwardDeadLetterTo, delivery.HeaderForwardAuthorization} {
 		m.header.Del(k) // the Sender sets them; a client's own would be ambiguous
 	}
 	if req.Body == nil || req.Body == http.NoBody {

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -83,9 +82,9 @@ type Sender struct {
 	pools     *pools
 	tokens    TokenSource
 	metrics   *senderMetrics
-	backoff   delivery.Backoff
-	downUntil atomic.Int64 // unix nanoseconds: the proxy is bypassed until then
-	refusedAt atomic.Int64 // unix nanoseconds: last refusal by the proxy logged
+	spec      atomic.Pointer[deliverySpec] // from the eventing ConfigMap
+	downUntil atomic.Int64                 // unix nanoseconds: the proxy is bypassed until then
+	refusedAt atomic.Int64                 // unix nanoseconds: last refusal by the proxy logged
 }
 
 // SenderParams configure a Sender. The zero value sends directly with
@@ -123,7 +122,8 @@ type SenderParams struct {
 	BackoffDelay time.Duration
 	// BackoffMax caps the exponential wait. If zero, 10 s.
 	BackoffMax time.Duration
-	// MaxRetryAfter caps how long a Retry-After answer delays a retry.
+	// MaxRetryAfter caps how long a Retry-After answer delays a retry,
+	// unless config-event-forwarding sets event-forwarding-retry-after-max.
 	// If zero, 30 s.
 	MaxRetryAfter time.Duration
 	// ProxyDownFor is how long sends bypass the proxy after it could not be
@@ -193,6 +193,13 @@ type Target struct {
 	// the call is held rather than handed off, and Result carries the
 	// answer's headers and body.
 	Sync bool
+	// DeadLetter is where the event goes, with Knative's error
+	// extensions, once the sink failed for the last time: the source's own
+	// dead-letter sink (a delivery spec's deadLetterSink, resolved). If
+	// nil, config-event-forwarding's event-forwarding-dead-letter-sink,
+	// if any. A Sync send is never dead-lettered: its caller has the
+	// failure.
+	DeadLetter *url.URL
 }
 
 // Result is how a send ended.
@@ -204,14 +211,19 @@ type Result struct {
 	// StatusCode is the last answer's status (202 for a hand-off to the
 	// proxy); 0 when no answer came.
 	StatusCode int
-	// Attempts counts the calls made, on both routes.
+	// Attempts counts the calls made, on both routes, to the dead-letter
+	// sink too.
 	Attempts int
+	// DeadLettered is set when the sink failed and the dead-letter sink
+	// took the event: Send then returns no error.
+	DeadLettered bool
 	// Header and Body are the sink's answer to a Sync send (Body holds at
 	// most MaxReplyBytes).
 	Header http.Header
 	Body   []byte
 
-	open *http.Response // Forward's answer through the proxy, unread
+	open      *http.Response // Forward's answer through the proxy, unread
+	errorHead []byte         // the start of the sink's last failed answer, for knativeerrordata
 }
 
 // ErrUndelivered is wrapped by the error of every send that did not reach
@@ -229,7 +241,7 @@ func NewSender(p SenderParams) *Sender {
 			s.tokens = &CachedTokens{Source: p.Tokens, Now: p.Now}
 		}
 	}
-	s.backoff = delivery.Backoff{Retries: int32(min(p.Retries, math.MaxInt32)), Delay: p.BackoffDelay, Max: p.BackoffMax, MaxRetryAfter: p.MaxRetryAfter, Rand: p.Rand}
+	s.spec.Store(s.deliverySpecFor(config.Forwarding{}))
 	s.router.logger, s.router.now = p.Logger, p.Now
 	s.metrics = newSenderMetrics(p.MeterProvider, &s.router)
 	s.router.notifyOn(p.OnRouteChange)
@@ -268,6 +280,7 @@ func (p *SenderParams) defaults() {
 // SetForwarding applies the eventing ConfigMap's content to the next sends.
 // A proxy found unreachable is tried again at once: the new one may not be.
 func (s *Sender) SetForwarding(c config.Forwarding) {
+	s.spec.Store(s.deliverySpecFor(c))
 	s.router.SetConfig(c)
 	s.downUntil.Store(0)
 }
@@ -311,7 +324,12 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 	} else {
 		err = s.direct(ctx, t, m, res)
 	}
-	s.metrics.sent(ctx, res.Route, err == nil, s.p.Now().Sub(start))
+	if errors.Is(err, ErrUndelivered) && !t.Sync && ctx.Err() == nil {
+		if dls := s.deadLetterFor(t); dls != nil {
+			err = s.deadLetter(ctx, t, dls, m, res, err)
+		}
+	}
+	s.metrics.sent(ctx, res.Route, outcomeOf(res, err), s.p.Now().Sub(start))
 	if err != nil {
 		s.logUndelivered(t, &e, res, err)
 	}
@@ -400,7 +418,7 @@ func (s *Sender) retryWait(ctx context.Context, route Route, attempt int, h http
 		ra = delivery.RetryAfter(h, s.p.Now())
 	}
 	s.metrics.retried(ctx, route)
-	return s.p.Sleep(ctx, s.backoff.Wait(attempt, ra)) == nil
+	return s.p.Sleep(ctx, s.spec.Load().backoff.Wait(attempt, ra)) == nil
 }
 
 // sleep waits d or until ctx ends.

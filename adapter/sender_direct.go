@@ -53,6 +53,9 @@ const (
 	// openBody leaves it unread in answer.resp, for a caller that streams
 	// it (Forward).
 	openBody
+	// failureHead reads the start of a failed answer into answer.body (as
+	// much as knativeerrordata carries) and drains the rest.
+	failureHead
 )
 
 // retryableStatus reports whether upstream's CloudEvents HTTP protocol
@@ -81,19 +84,24 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 	}
 	sink := t.URL.String()
 	tp := &t // the closure below holds a pointer, not a copy, in this frame
+	keep := keepFor(t.Sync)
+	if keep == discardBody {
+		keep = failureHead // knativeerrordata, should the event be dead-lettered
+	}
 	var last http.Header
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !s.retryWait(ctx, RouteDirect, attempt, last) {
 			return ctx.Err()
 		}
 		res.Attempts++
-		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, keepFor(t.Sync), func(h http.Header) error {
+		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, keep, func(h http.Header) error {
 			return s.setSinkHeaders(ctx, h, *tp)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
+			res.StatusCode, res.errorHead = 0, nil // this attempt got no answer
 			if isToken, _ := asTokenError(err); isToken || attempt >= s.p.Retries {
 				return failedDirect(t, res, isToken, err)
 			}
@@ -103,6 +111,8 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 		res.StatusCode = a.status
 		if t.Sync {
 			res.Header, res.Body = a.header, a.body
+		} else {
+			res.errorHead = a.body
 		}
 		if isSuccess(a.status) {
 			return nil
@@ -198,7 +208,7 @@ func (s *Sender) call(ctx context.Context, rt http.RoundTripper, u string, timeo
 		return answer{status: resp.StatusCode, header: resp.Header, resp: resp}, nil
 	}
 	defer cancel()
-	return s.readAnswer(actx, resp, keep == readBody), nil
+	return s.readAnswer(actx, resp, keep), nil
 }
 
 // cancelOnClose ends an open answer's deadline once its reader is done.
@@ -220,10 +230,13 @@ func drain(resp *http.Response) {
 	_ = resp.Body.Close()
 }
 
-// readAnswer reads and closes resp's body, keeping it when keep is set.
-func (s *Sender) readAnswer(ctx context.Context, resp *http.Response, keep bool) answer {
+// readAnswer reads and closes resp's body, keeping what keep says.
+func (s *Sender) readAnswer(ctx context.Context, resp *http.Response, keep keepBody) answer {
 	a := answer{status: resp.StatusCode, header: resp.Header}
-	if !keep {
+	if keep == failureHead && !isSuccess(resp.StatusCode) {
+		a.body, _ = io.ReadAll(io.LimitReader(resp.Body, delivery.ErrorDataBytes))
+	}
+	if keep != readBody {
 		drain(resp)
 		return a
 	}

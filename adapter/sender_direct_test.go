@@ -30,6 +30,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/config"
 )
 
 func TestSendDirectEncodesBinaryWithNamespace(t *testing.T) {
@@ -71,6 +73,7 @@ func TestSendDirectRetries(t *testing.T) {
 		codes     []int
 		headers   map[int]http.Header
 		params    SenderParams
+		config    config.Forwarding // config-event-forwarding's delivery keys
 		wantErr   bool
 		attempts  int
 		wantWaits []time.Duration
@@ -91,6 +94,15 @@ func TestSendDirectRetries(t *testing.T) {
 			wantWaits: []time.Duration{3 * time.Second}},
 		{name: "Retry-After is capped", codes: []int{503, 200}, headers: map[int]http.Header{503: ra("3600")}, attempts: 2,
 			wantWaits: []time.Duration{30 * time.Second}},
+		{name: "linear from the ConfigMap", codes: []int{503}, attempts: 6, wantErr: true,
+			config:    config.Forwarding{LinearBackoff: true},
+			wantWaits: []time.Duration{50 * ms, 100 * ms, 150 * ms, 200 * ms, 250 * ms}},
+		{name: "the ConfigMap's cap on Retry-After", codes: []int{503, 200}, headers: map[int]http.Header{503: ra("3600")}, attempts: 2,
+			config:    config.Forwarding{RetryAfterMax: 2 * time.Second},
+			wantWaits: []time.Duration{2 * time.Second}},
+		{name: "the ConfigMap's 0 ignores Retry-After", codes: []int{429, 200}, headers: map[int]http.Header{429: ra("3")}, attempts: 2,
+			config:    config.Forwarding{IgnoreRetryAfter: true},
+			wantWaits: []time.Duration{50 * ms}},
 		{name: "500 is final, as upstream", codes: []int{500}, attempts: 1, wantErr: true},
 		{name: "400 is final", codes: []int{400}, attempts: 1, wantErr: true},
 		{name: "negative retries: none", codes: []int{503}, attempts: 1, wantErr: true, params: SenderParams{Retries: -1}},
@@ -100,6 +112,7 @@ func TestSendDirectRetries(t *testing.T) {
 			sink := newServer(t, statuses(tc.codes, tc.headers))
 			clock := newFakeClock()
 			s := testSender(tc.params, clock)
+			s.SetForwarding(tc.config)
 			res, err := s.Send(ctxFor(t, 10*time.Second), Target{URL: sink.url(t)}, testEvent("e"))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)

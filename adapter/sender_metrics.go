@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 // MeterName names the sender's meter.
@@ -33,6 +35,7 @@ const MeterName = "knative.dev/event-forwarding-proxy/adapter"
 // to counters and _seconds to histograms in seconds, so the exported names
 // are kn_forward_sender_sends_total{route,outcome},
 // kn_forward_sender_fallbacks_total{reason},
+// kn_forward_sender_dead_letters_total{outcome,reason},
 // kn_forward_sender_retries_total{route},
 // kn_forward_sender_handoff_duration_seconds{route},
 // kn_forward_sender_direct_sources, kn_forward_sender_inflight{route} and
@@ -40,6 +43,7 @@ const MeterName = "knative.dev/event-forwarding-proxy/adapter"
 const (
 	metricSenderSends     = "kn_forward_sender_sends"
 	metricSenderFallbacks = "kn_forward_sender_fallbacks"
+	metricSenderDead      = "kn_forward_sender_dead_letters"
 	metricSenderRetries   = "kn_forward_sender_retries"
 	metricSenderHandoff   = "kn_forward_sender_handoff_duration"
 	metricSenderSources   = "kn_forward_sender_direct_sources"
@@ -58,11 +62,45 @@ type senderMetrics struct {
 	fallbacks metric.Int64Counter
 	retries   metric.Int64Counter
 	handoff   metric.Float64Histogram
+	dead      metric.Int64Counter
 
-	sendAttrs     [2][2]metric.AddOption // [route][delivered]
+	sendAttrs     [2][numSendOutcomes]metric.AddOption // [route][outcome]
 	routeAdd      [2]metric.AddOption
 	routeRecord   [2]metric.RecordOption
 	fallbackAttrs [numFallbackReasons]metric.AddOption
+	deadAttrs     [2]map[string]metric.AddOption // [delivered][reason]
+}
+
+// sendOutcome is how a send ended, the outcome label of
+// kn_forward_sender_sends_total.
+type sendOutcome uint8
+
+const (
+	sendFailed sendOutcome = iota
+	sendDelivered
+	sendDeadLettered // the sink failed; its dead-letter sink took the event
+	numSendOutcomes
+)
+
+var sendOutcomeNames = [numSendOutcomes]string{"failed", "delivered", "dead_lettered"}
+
+// outcomeOf is how a send that ended with res and err ended.
+func outcomeOf(res *Result, err error) sendOutcome {
+	switch {
+	case err != nil:
+		return sendFailed
+	case res.DeadLettered:
+		return sendDeadLettered
+	}
+	return sendDelivered
+}
+
+// deliveredIf is sendDelivered when ok, else sendFailed.
+func deliveredIf(ok bool) sendOutcome {
+	if ok {
+		return sendDelivered
+	}
+	return sendFailed
 }
 
 func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
@@ -74,7 +112,10 @@ func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
 	var errs []error
 	check := func(err error) { errs = append(errs, err) }
 	var err error
-	ms.sends, err = m.Int64Counter(metricSenderSends, metric.WithDescription("Events sent, by route (direct, proxy) and outcome (delivered, failed)"))
+	ms.sends, err = m.Int64Counter(metricSenderSends, metric.WithDescription("Events sent, by route (direct, proxy) and outcome (delivered, failed, dead_lettered)"))
+	check(err)
+	ms.dead, err = m.Int64Counter(metricSenderDead, metric.WithDescription(
+		"Events sent to a dead-letter sink after their sink failed, by outcome (delivered, failed) and why the sink failed"))
 	check(err)
 	ms.fallbacks, err = m.Int64Counter(metricSenderFallbacks, metric.WithDescription("Events meant for the proxy that went direct, by reason"))
 	check(err)
@@ -115,8 +156,18 @@ func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
 		ra := attribute.String("route", route.String())
 		ms.routeAdd[route] = metric.WithAttributeSet(attribute.NewSet(ra))
 		ms.routeRecord[route] = metric.WithAttributeSet(attribute.NewSet(ra))
-		ms.sendAttrs[route][0] = metric.WithAttributeSet(attribute.NewSet(ra, attribute.String("outcome", "failed")))
-		ms.sendAttrs[route][1] = metric.WithAttributeSet(attribute.NewSet(ra, attribute.String("outcome", "delivered")))
+		for o := range numSendOutcomes {
+			ms.sendAttrs[route][o] = metric.WithAttributeSet(attribute.NewSet(ra, attribute.String("outcome", sendOutcomeNames[o])))
+		}
+	}
+	// Every dead-letter series exists from the start, at 0, so that
+	// increase() sees the first event of each kind.
+	for i, o := range []string{"failed", "delivered"} {
+		ms.deadAttrs[i] = make(map[string]metric.AddOption, len(delivery.FailureReasons))
+		for _, r := range delivery.FailureReasons {
+			ms.deadAttrs[i][r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o), attribute.String("reason", r)))
+			ms.dead.Add(context.Background(), 0, ms.deadAttrs[i][r])
+		}
 	}
 	for r := fallbackUnreachable; r < numFallbackReasons; r++ {
 		ms.fallbackAttrs[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))
@@ -125,13 +176,21 @@ func newSenderMetrics(mp metric.MeterProvider, r *Router) *senderMetrics {
 }
 
 // sent counts a finished send and its hand-off time.
-func (m *senderMetrics) sent(ctx context.Context, route Route, delivered bool, took time.Duration) {
+func (m *senderMetrics) sent(ctx context.Context, route Route, o sendOutcome, took time.Duration) {
+	m.sends.Add(ctx, 1, m.sendAttrs[route][o])
+	m.handoff.Record(ctx, took.Seconds(), m.routeRecord[route])
+}
+
+// deadLettered counts an event sent to a dead-letter sink: taken there
+// or not, and why its sink failed (delivery.FailureReason).
+func (m *senderMetrics) deadLettered(ctx context.Context, delivered bool, reason string) {
 	i := 0
 	if delivered {
 		i = 1
 	}
-	m.sends.Add(ctx, 1, m.sendAttrs[route][i])
-	m.handoff.Record(ctx, took.Seconds(), m.routeRecord[route])
+	if a, ok := m.deadAttrs[i][reason]; ok {
+		m.dead.Add(ctx, 1, a)
+	}
 }
 
 func (m *senderMetrics) fallback(ctx context.Context, r fallbackReason) {

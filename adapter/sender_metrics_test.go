@@ -29,6 +29,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"knative.dev/event-forwarding-proxy/delivery"
 )
 
 func newTestMeterProvider() (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) {
@@ -83,6 +85,10 @@ func TestSenderMetrics(t *testing.T) {
 	send := func() { _, _ = s.Send(ctxFor(t, 10*time.Second), Target{URL: sink.url(t)}, testEvent("e")) }
 	send() // direct, delivered
 	send() // direct, failed (400)
+	dls := newServer(t, statuses([]int{200}, nil))
+	if res, err := s.Send(ctxFor(t, 10*time.Second), Target{URL: sink.url(t), DeadLetter: dls.url(t)}, testEvent("d")); err != nil || !res.DeadLettered {
+		t.Fatalf("send with a dead-letter sink: %v (dead-lettered %v), want it dead-lettered", err, res.DeadLettered)
+	}
 	s.SetDirectSources(7)
 	s.SetForwarding(forwardingTo(t, proxy))
 	send() // proxy 503, no retry left: busy fallback, direct 400: failed
@@ -115,17 +121,24 @@ func TestSenderMetrics(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		"kn_forward_sender_sends_total outcome=delivered route=direct":  1,
-		"kn_forward_sender_sends_total outcome=failed route=direct":     2,
-		"kn_forward_sender_sends_total outcome=delivered route=proxy":   1,
-		"kn_forward_sender_fallbacks_total reason=busy":                 1,
-		"kn_forward_sender_handoff_duration_seconds route=direct count": 3,
-		"kn_forward_sender_handoff_duration_seconds route=proxy count":  1,
-		"kn_forward_sender_direct_sources":                              7,
-		"kn_forward_sender_forwarding":                                  1,
-		"kn_forward_sender_inflight route=direct":                       0, // every send ended
-		"kn_forward_sender_inflight route=proxy":                        0,
+		"kn_forward_sender_sends_total outcome=delivered route=direct":     1,
+		"kn_forward_sender_sends_total outcome=failed route=direct":        2,
+		"kn_forward_sender_sends_total outcome=delivered route=proxy":      1,
+		"kn_forward_sender_sends_total outcome=dead_lettered route=direct": 1,
+		"kn_forward_sender_fallbacks_total reason=busy":                    1,
+		"kn_forward_sender_handoff_duration_seconds route=direct count":    4,
+		"kn_forward_sender_handoff_duration_seconds route=proxy count":     1,
+		"kn_forward_sender_direct_sources":                                 7,
+		"kn_forward_sender_forwarding":                                     1,
+		"kn_forward_sender_inflight route=direct":                          0, // every send ended
+		"kn_forward_sender_inflight route=proxy":                           0,
 	}
+	for _, outcome := range []string{"delivered", "failed"} {
+		for _, reason := range delivery.FailureReasons {
+			want["kn_forward_sender_dead_letters_total outcome="+outcome+" reason="+reason] = 0 // there from the start
+		}
+	}
+	want["kn_forward_sender_dead_letters_total outcome=delivered reason=4xx"] = 1
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
 	}

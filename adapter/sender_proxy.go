@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -221,10 +220,7 @@ func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) e
 	h.Set(delivery.HeaderForwardTimeout, delivery.FormatDuration(s.sinkTimeout(ctx, t)))
 	if !t.Sync {
 		h.Set(delivery.HeaderPrefer, delivery.PreferRespondAsync)
-		h.Set(delivery.HeaderForwardRetry, strconv.Itoa(s.p.Retries))
-		h.Set(delivery.HeaderForwardBackoffDelay, delivery.FormatDuration(s.p.BackoffDelay))
-		// The proxy honours Retry-After as this Sender does when it sends directly.
-		h.Set(delivery.HeaderForwardRetryAfterMax, delivery.FormatDuration(s.p.MaxRetryAfter))
+		s.setDeliveryHeaders(h, t)
 	}
 	return nil
 }

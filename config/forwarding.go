@@ -44,6 +44,19 @@ const (
 	// in-flight threshold.
 	ForwardingInflightHoldKey = "event-forwarding-inflight-hold"
 
+	// ForwardingDeadLetterSinkKey holds the dead-letter sink of every
+	// async event a source sends: where it goes after its sink failed for
+	// the last time. Empty or absent means none.
+	ForwardingDeadLetterSinkKey = "event-forwarding-dead-letter-sink"
+	// ForwardingBackoffPolicyKey holds how the wait between retries grows,
+	// as a Knative delivery spec's backoffPolicy: exponential (the default)
+	// or linear.
+	ForwardingBackoffPolicyKey = "event-forwarding-backoff-policy"
+	// ForwardingRetryAfterMaxKey caps how long a sink's Retry-After answer
+	// delays a retry, as a delivery spec's retryAfterMax; 0 ignores
+	// Retry-After. Empty or absent keeps the source's own cap.
+	ForwardingRetryAfterMaxKey = "event-forwarding-retry-after-max"
+
 	// DefaultForwardingThreshold applies when the threshold key is absent
 	// or empty.
 	DefaultForwardingThreshold = 500
@@ -81,6 +94,19 @@ type Forwarding struct {
 	// flight keeps forwarding after it was last over InflightThreshold.
 	// NewForwardingFromMap defaults it to 5 minutes.
 	InflightHold time.Duration
+
+	// DeadLetterSink is where an async event goes after its sink failed
+	// for the last time, by either route. If nil, none: the failure is
+	// logged and counted.
+	DeadLetterSink *neturl.URL
+	// LinearBackoff makes the wait before retry n n times the first one,
+	// rather than 2^(n-1) times.
+	LinearBackoff bool
+	// RetryAfterMax, when positive, caps how long a sink's Retry-After
+	// delays a retry; IgnoreRetryAfter makes Retry-After count for
+	// nothing. Both zero: the source's own cap.
+	RetryAfterMax    time.Duration
+	IgnoreRetryAfter bool
 }
 
 // Enabled reports whether a proxy is configured.
@@ -88,12 +114,15 @@ func (f Forwarding) Enabled() bool { return f.ProxyURL != nil }
 
 // String describes f for logs.
 func (f Forwarding) String() string {
-	if f.ProxyURL == nil {
-		return "off"
+	s := "off"
+	if f.ProxyURL != nil {
+		s = fmt.Sprintf("proxy %s above %d direct sources", f.ProxyURL.Redacted(), f.Threshold)
+		if f.InflightThreshold > 0 {
+			s += fmt.Sprintf(" or %d direct sends in flight (held %s)", f.InflightThreshold, f.InflightHold)
+		}
 	}
-	s := fmt.Sprintf("proxy %s above %d direct sources", f.ProxyURL.Redacted(), f.Threshold)
-	if f.InflightThreshold > 0 {
-		s += fmt.Sprintf(" or %d direct sends in flight (held %s)", f.InflightThreshold, f.InflightHold)
+	if f.DeadLetterSink != nil {
+		s += "; dead-letter sink " + f.DeadLetterSink.Redacted()
 	}
 	return s
 }
@@ -113,28 +142,56 @@ func NewForwardingFromMap(data map[string]string) (*Forwarding, error) {
 		InflightThreshold: r.nonNegativeInt(ForwardingInflightThresholdKey, DefaultForwardingInflightThreshold),
 		InflightHold:      r.durationMin(ForwardingInflightHoldKey, DefaultForwardingInflightHold, MinForwardingInflightHold),
 	}
+	f.LinearBackoff = r.backoffPolicy(ForwardingBackoffPolicyKey)
+	f.RetryAfterMax = r.nonNegativeDuration(ForwardingRetryAfterMaxKey, 0)
+	f.IgnoreRetryAfter = f.RetryAfterMax == 0 && r.has(ForwardingRetryAfterMaxKey)
 	if r.err != nil {
 		return nil, r.err
 	}
-	if v, ok := r.get(ForwardingProxyKey); ok {
-		u, err := parseProxyURL(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s=%q: %w", ForwardingProxyKey, v, err)
+	for _, k := range []struct {
+		key string
+		to  **neturl.URL
+	}{{ForwardingProxyKey, &f.ProxyURL}, {ForwardingDeadLetterSinkKey, &f.DeadLetterSink}} {
+		if v, ok := r.get(k.key); ok {
+			u, err := parseServiceURL(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s=%q: %w", k.key, v, err)
+			}
+			*k.to = u
 		}
-		f.ProxyURL = u
 	}
 	return f, nil
 }
 
-// parseProxyURL accepts an absolute http or https URL with a host and no
+// backoffPolicy reads a delivery spec's backoffPolicy: true for linear,
+// false for exponential or when unset.
+func (r *reader) backoffPolicy(name string) bool {
+	v, ok := r.get(name)
+	switch l := strings.ToLower(v); {
+	case !ok || l == "exponential":
+		return false
+	case l == "linear":
+		return true
+	}
+	r.fail(name, v, "want linear or exponential")
+	return false
+}
+
+// has reports whether name has a non-empty value.
+func (r *reader) has(name string) bool {
+	_, ok := r.get(name)
+	return ok
+}
+
+// parseServiceURL accepts an absolute http or https URL with a host and no
 // user information, query or fragment.
-func parseProxyURL(v string) (*neturl.URL, error) {
+func parseServiceURL(v string) (*neturl.URL, error) {
 	u, err := neturl.Parse(v)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("not a URL: %w", err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("want an absolute http or https URL such as http://event-forwarding-proxy.knative-eventing.svc.cluster.local")
+		return nil, fmt.Errorf("want an absolute http or https URL such as http://name.namespace.svc.cluster.local")
 	case u.Host == "" || u.Hostname() == "":
 		return nil, fmt.Errorf("the URL has no host")
 	case u.User != nil:

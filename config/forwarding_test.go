@@ -50,6 +50,13 @@ func TestNewForwardingFromMap(t *testing.T) {
 		{name: "proxy URL with userinfo", data: map[string]string{ForwardingProxyKey: "http://u:p@p"}, wantErr: "user information"},
 		{name: "proxy URL with a query", data: map[string]string{ForwardingProxyKey: "http://p/?a=b"}, wantErr: "query"},
 		{name: "proxy URL unparsable", data: map[string]string{ForwardingProxyKey: "http://[::1"}, wantErr: "event-forwarding-proxy"},
+		{name: "relative dead-letter sink", data: map[string]string{ForwardingDeadLetterSinkKey: "dls"}, threshold: 500,
+			wantErr: `event-forwarding-dead-letter-sink="dls": want an absolute http or https URL`},
+		{name: "dead-letter sink with userinfo", data: map[string]string{ForwardingDeadLetterSinkKey: "http://u@dls"}, wantErr: "user information"},
+		{name: "unknown backoff policy", data: map[string]string{ForwardingBackoffPolicyKey: "fibonacci"},
+			wantErr: `event-forwarding-backoff-policy="fibonacci": want linear or exponential`},
+		{name: "retry-after cap in ISO 8601", data: map[string]string{ForwardingRetryAfterMaxKey: "PT30S"}, wantErr: "event-forwarding-retry-after-max"},
+		{name: "negative retry-after cap", data: map[string]string{ForwardingRetryAfterMaxKey: "-1s"}, wantErr: "event-forwarding-retry-after-max"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +81,41 @@ func TestNewForwardingFromMap(t *testing.T) {
 	}
 }
 
+// TestForwardingDeliverySpec: the keys a Knative delivery spec has
+// beside the proxy's, absent and set.
+func TestForwardingDeliverySpec(t *testing.T) {
+	tests := []struct {
+		name             string
+		data             map[string]string
+		dls              string
+		linear, ignoreRA bool
+		retryAfterMax    time.Duration
+	}{
+		{name: "absent: none, exponential, the source's own cap"},
+		{name: "empty values", data: map[string]string{ForwardingDeadLetterSinkKey: " ", ForwardingBackoffPolicyKey: "", ForwardingRetryAfterMaxKey: ""}},
+		{name: "all set", dls: "http://dls.tenant.svc.cluster.local/failed", linear: true, retryAfterMax: 45 * time.Second,
+			data: map[string]string{ForwardingDeadLetterSinkKey: "http://dls.tenant.svc.cluster.local/failed", ForwardingBackoffPolicyKey: "Linear", ForwardingRetryAfterMaxKey: "45s"}},
+		{name: "exponential, Retry-After ignored", ignoreRA: true,
+			data: map[string]string{ForwardingBackoffPolicyKey: "exponential", ForwardingRetryAfterMaxKey: "0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewForwardingFromMap(tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dls := ""
+			if f.DeadLetterSink != nil {
+				dls = f.DeadLetterSink.String()
+			}
+			if dls != tc.dls || f.LinearBackoff != tc.linear || f.RetryAfterMax != tc.retryAfterMax || f.IgnoreRetryAfter != tc.ignoreRA {
+				t.Errorf("got sink %q, linear %v, retry-after max %s (ignored %v); want %q, %v, %s (%v)",
+					dls, f.LinearBackoff, f.RetryAfterMax, f.IgnoreRetryAfter, tc.dls, tc.linear, tc.retryAfterMax, tc.ignoreRA)
+			}
+		})
+	}
+}
+
 func TestForwardingString(t *testing.T) {
 	tests := []struct {
 		name string
@@ -83,6 +125,8 @@ func TestForwardingString(t *testing.T) {
 		{name: "off", want: "off"},
 		{name: "on", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3"},
 			want: "proxy http://p.ns.svc above 3 direct sources or 500 direct sends in flight (held 5m0s)"},
+		{name: "dead-letter sink only", data: map[string]string{ForwardingDeadLetterSinkKey: "http://dls.ns.svc"},
+			want: "off; dead-letter sink http://dls.ns.svc"},
 		{name: "no in-flight switch", data: map[string]string{ForwardingProxyKey: "http://p.ns.svc", ForwardingThresholdKey: "3", ForwardingInflightThresholdKey: "0"},
 			want: "proxy http://p.ns.svc above 3 direct sources"},
 	}
