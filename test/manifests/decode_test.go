@@ -131,9 +131,16 @@ func TestEventForwardingConfigMap(t *testing.T) {
 		config.ForwardingThresholdKey:         strconv.Itoa(config.DefaultForwardingThreshold),
 		config.ForwardingInflightThresholdKey: strconv.Itoa(config.DefaultForwardingInflightThreshold),
 		config.ForwardingInflightHoldKey:      "5m",
+		config.ForwardingDeadLetterSinkKey:    "",
+		config.ForwardingBackoffPolicyKey:     "exponential",
+		config.ForwardingRetryAfterMaxKey:     "",
 	}
-	if ex, err := config.NewForwardingFromMap(example); err != nil || ex.InflightHold != config.DefaultForwardingInflightHold {
+	ex, err := config.NewForwardingFromMap(example)
+	if err != nil || ex.InflightHold != config.DefaultForwardingInflightHold {
 		t.Errorf("the example's hold reads as %v (%v), the default is %s", ex, err, config.DefaultForwardingInflightHold)
+	}
+	if err == nil && (ex.DeadLetterSink != nil || ex.LinearBackoff || ex.RetryAfterMax != 0 || ex.IgnoreRetryAfter) {
+		t.Errorf("the example's delivery keys read as %+v, want the defaults: no dead-letter sink, exponential, the source's own cap", ex)
 	}
 	if diff := cmp.Diff(want, example); diff != "" {
 		t.Errorf("_example (-want +got):\n%s", diff)
