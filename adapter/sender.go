@@ -324,10 +324,8 @@ func (s *Sender) Send(ctx context.Context, t Target, e event.Event) (*Result, er
 	} else {
 		err = s.direct(ctx, t, m, res)
 	}
-	if errors.Is(err, ErrUndelivered) && !t.Sync && ctx.Err() == nil {
-		if dls := s.deadLetterFor(t); dls != nil {
-			err = s.deadLetter(ctx, t, dls, m, res, err)
-		}
+	if err != nil {
+		err = s.deadLetterFailed(ctx, t, m, res, err)
 	}
 	s.metrics.sent(ctx, res.Route, outcomeOf(res, err), s.p.Now().Sub(start))
 	if err != nil {

@@ -18,6 +18,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -80,6 +81,24 @@ func (s *Sender) setDeliveryHeaders(h http.Header, t Target) {
 	if dls := s.deadLetterFor(t); dls != nil {
 		h.Set(delivery.HeaderForwardDeadLetterTo, dls.String())
 	}
+}
+
+// deadLetterFailed sends m, whose send to t failed with err, to its
+// dead-letter sink, if it has one and the failure is the sink's; it
+// returns the send's error then (nil once dead-lettered), or err.
+//
+// Not inlined, so that its temporaries stay out of Send's frame, which
+// every held send keeps (see prepare).
+//
+//go:noinline
+func (s *Sender) deadLetterFailed(ctx context.Context, t Target, m *encoded, res *Result, err error) error {
+	if !errors.Is(err, ErrUndelivered) || ctx.Err() != nil {
+		return err
+	}
+	if dls := s.deadLetterFor(t); dls != nil {
+		return s.deadLetter(ctx, t, dls, m, res, err)
+	}
+	return err
 }
 
 // deadLetter sends m, which t's sink failed for the last time with cause

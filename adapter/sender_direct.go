@@ -80,22 +80,18 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 	defer s.router.inflight[RouteDirect].Add(-1)
 	rt, err := s.pools.forSink(t.URL, t.CACerts)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUndelivered, err)
+		return undelivered(err)
 	}
 	sink := t.URL.String()
 	tp := &t // the closure below holds a pointer, not a copy, in this frame
-	keep := keepFor(t.Sync)
-	if keep == discardBody {
-		keep = failureHead // knativeerrordata, should the event be dead-lettered
-	}
 	var last http.Header
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !s.retryWait(ctx, RouteDirect, attempt, last) {
 			return ctx.Err()
 		}
 		res.Attempts++
-		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, keep, func(h http.Header) error {
-			return s.setSinkHeaders(ctx, h, *tp)
+		a, err := s.call(ctx, rt, sink, s.p.Timeout, m, keepDirect(t.Sync), func(h http.Header) error {
+			return s.setSinkHeaders(ctx, h, tp)
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -129,9 +125,15 @@ func (s *Sender) direct(ctx context.Context, t Target, m *encoded, res *Result) 
 // their temporaries out of direct's frame (see prepareAside).
 func failedDirect(t Target, res *Result, isToken bool, err error) error {
 	if isToken {
-		return fmt.Errorf("%w: %w", ErrUndelivered, err)
+		return undelivered(err)
 	}
 	return fmt.Errorf("%w: %s after %d attempts: %w", ErrUndelivered, t.URL.Redacted(), res.Attempts, err)
+}
+
+// undelivered wraps err as a send's failure. Its temporaries stay out of
+// the caller's frame (see prepareAside).
+func undelivered(err error) error {
+	return fmt.Errorf("%w: %w", ErrUndelivered, err)
 }
 
 // refusedDirect is the error of a direct send the sink answered with
@@ -141,8 +143,9 @@ func refusedDirect(t Target, res *Result, status int) error {
 }
 
 // setSinkHeaders adds what the sink gets besides the event: Kn-Namespace
-// and, with OIDC, the source's token for the sink's audience.
-func (s *Sender) setSinkHeaders(ctx context.Context, h http.Header, t Target) error {
+// and, with OIDC, the source's token for the sink's audience. t is a
+// pointer: a copy would sit in the frame of every held direct send.
+func (s *Sender) setSinkHeaders(ctx context.Context, h http.Header, t *Target) error {
 	if t.Namespace != "" {
 		h.Set(delivery.HeaderNamespace, t.Namespace)
 	}
@@ -184,6 +187,16 @@ func keepFor(sync bool) keepBody {
 		return readBody
 	}
 	return discardBody
+}
+
+// keepDirect is how a direct send keeps its answers: as keepFor, but the
+// start of a failed answer is kept for knativeerrordata, should the event
+// be dead-lettered.
+func keepDirect(sync bool) keepBody {
+	if sync {
+		return readBody
+	}
+	return failureHead
 }
 
 // call makes one attempt: a POST of m to u through rt within timeout, with

@@ -163,7 +163,7 @@ func (s *Sender) proxyFailed(ctx context.Context, proxyURL *url.URL, err error) 
 		}
 		return fallbackToken, nil
 	case isToken:
-		return fallbackNone, fmt.Errorf("%w: %w", ErrUndelivered, err)
+		return fallbackNone, undelivered(err)
 	}
 	s.markProxyDown(proxyURL, err)
 	return fallbackUnreachable, nil
@@ -213,7 +213,7 @@ func (s *Sender) setProxyHeaders(ctx context.Context, h http.Header, t Target) e
 	if err := s.setProxyToken(ctx, h, t); err != nil {
 		return err
 	}
-	if err := s.setSinkHeaders(ctx, h, t); err != nil {
+	if err := s.setSinkHeaders(ctx, h, &t); err != nil {
 		return err
 	}
 	h.Set(delivery.HeaderForwardTo, t.URL.String())
