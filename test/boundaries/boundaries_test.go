@@ -57,7 +57,7 @@ func TestBoundaries(t *testing.T) {
 		banned: append(append([]string{}, inbound...), sourceSide...),
 	}, {
 		// What the fuzz targets instrument is what they link: kept small.
-		name:   "the handler chain and the transports link no Kubernetes client (proxy/kube and delivery/trustbundles do)",
+		name:   "the handler chain and the transports link no Kubernetes client (proxy/kube, proxy/process and delivery/trustbundles do)",
 		pkgs:   hotPath(t),
 		banned: []string{kubeClient},
 	}, {
@@ -86,7 +86,7 @@ func hotPath(t *testing.T) []string {
 	t.Helper()
 	var pkgs []string
 	for _, p := range append(packagesUnder(t, "proxy"), packagesUnder(t, "delivery")...) {
-		if p != module+"/proxy/kube" && p != module+"/delivery/trustbundles" {
+		if p != module+"/proxy/kube" && p != module+"/proxy/process" && p != module+"/delivery/trustbundles" {
 			pkgs = append(pkgs, p)
 		}
 	}
