@@ -119,6 +119,23 @@ func (f *fixture) client(t testing.TB) *http.Client {
 	return &http.Client{Transport: newTransport(t), Timeout: wait}
 }
 
+// oneConnClient is Go's HTTP/2 client on one connection, dialed here
+// once. http.Transport files a new h2c connection as idle only after its
+// first request may have finished, so a busy machine can see it dial a
+// second for the next request; a test of whether the server keeps its
+// connection usable needs every request on the one connection, or failing.
+func (f *fixture) oneConnClient(t testing.TB) *http.Client {
+	t.Helper()
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	cc, err := tr.NewClientConn(t.Context(), "http", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return &http.Client{Transport: cc, Timeout: wait}
+}
+
 func newTransport(t testing.TB) *http.Transport {
 	tr := &http.Transport{Protocols: new(http.Protocols), ExpectContinueTimeout: wait}
 	tr.Protocols.SetUnencryptedHTTP2(true)

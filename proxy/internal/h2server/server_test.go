@@ -85,7 +85,7 @@ func TestGetEchoesRequest(t *testing.T) {
 
 func TestPostEchoesBody(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(echo))
-	c := f.client(t)
+	c := f.oneConnClient(t)
 	for _, body := range []string{"x", "hello, world", strings.Repeat("abc", 10000)} {
 		resp, err := c.Post(f.url+"/post", "text/plain", strings.NewReader(body))
 		if err != nil {
@@ -105,9 +105,6 @@ func TestPostEchoesBody(t *testing.T) {
 		if n := resp.Header.Get("X-Length"); n != strconv.Itoa(len(body)) {
 			t.Errorf("the handler saw ContentLength %s, want %d", n, len(body))
 		}
-	}
-	if n := f.accepted.Load(); n != 1 {
-		t.Errorf("%d connections for sequential requests, want 1", n)
 	}
 }
 
@@ -170,7 +167,7 @@ func TestLargeBodies(t *testing.T) {
 
 func TestConcurrentStreamsShareOneConnection(t *testing.T) {
 	f := startServer(t, nil, http.HandlerFunc(echo))
-	c := f.client(t)
+	c := f.oneConnClient(t)
 	resp, err := c.Get(f.url + "/warm")
 	if err != nil {
 		t.Fatal(err)
@@ -203,9 +200,6 @@ func TestConcurrentStreamsShareOneConnection(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-	if got := f.accepted.Load(); got != 1 {
-		t.Errorf("%d connections, want the %d streams on one", got, n)
 	}
 }
 
