@@ -35,20 +35,55 @@ const repoRoot = "../.."
 // (a row `x/*` stands for every folder below x), and every folder a row
 // names exists.
 func TestArchitectureNamesEveryFolder(t *testing.T) {
-	rows := layoutRows(t)
-	folders := goFolders(t)
+	rows := layoutTable(t)
+	folders := goFolders(t, ".go")
 	for _, f := range folders {
-		if !slices.ContainsFunc(rows, func(r string) bool { return covers(r, f) }) {
+		if !slices.ContainsFunc(rows, func(r layoutRow) bool { return r.covers(f) }) {
 			t.Errorf("docs/architecture.md's layout table has no row for %s/", f)
 		}
 	}
 	for _, r := range rows {
-		dir := strings.TrimSuffix(r, "/*")
-		if st, err := os.Stat(filepath.Join(repoRoot, dir)); err != nil || !st.IsDir() {
-			t.Errorf("docs/architecture.md's layout table names %s, which is no folder", r)
+		for _, name := range r.folders {
+			if !isFolder(strings.TrimSuffix(name, "/*")) {
+				t.Errorf("docs/architecture.md's layout table names %s, which is no folder", name)
+			}
 		}
 	}
 	t.Logf("%d folders with Go files, %d rows", len(folders), len(rows))
+}
+
+// TestArchitectureSaysWhereTestsLive keeps the table's tests column true:
+// each folder it names holds tests, and each folder that holds tests is
+// named in its own row, so a reader who looks up a package finds its
+// tests there and, after them, the suites that run it as a process.
+func TestArchitectureSaysWhereTestsLive(t *testing.T) {
+	rows := layoutTable(t)
+	tested := goFolders(t, "_test.go")
+	for _, r := range rows {
+		if r.tests == "" {
+			t.Errorf("docs/architecture.md's row for %s says nothing of its tests", strings.Join(r.folders, ", "))
+		}
+		for _, m := range layoutCell.FindAllStringSubmatch(r.tests, -1) {
+			name := strings.TrimSuffix(m[1], "/")
+			if strings.HasPrefix(name, "make ") {
+				continue // a target that runs tests
+			}
+			if !slices.ContainsFunc(tested, func(f string) bool { return covers(name, f) }) {
+				t.Errorf("docs/architecture.md's tests column names %s, which holds no tests", name)
+			}
+		}
+	}
+	for _, f := range tested {
+		i := slices.IndexFunc(rows, func(r layoutRow) bool { return r.covers(f) })
+		if i < 0 {
+			continue // TestArchitectureNamesEveryFolder says so
+		}
+		if !slices.ContainsFunc(layoutCell.FindAllStringSubmatch(rows[i].tests, -1), func(m []string) bool {
+			return covers(strings.TrimSuffix(m[1], "/"), f)
+		}) {
+			t.Errorf("docs/architecture.md's tests column does not name %s/ in its own row, which holds tests", f)
+		}
+	}
 }
 
 // covers reports whether a row of the layout table stands for folder.
@@ -59,30 +94,55 @@ func covers(row, folder string) bool {
 	return row == folder
 }
 
-// layoutCell matches one folder named in the layout table's first column.
+// isFolder reports whether dir, relative to the repository root, is a
+// folder.
+func isFolder(dir string) bool {
+	st, err := os.Stat(filepath.Join(repoRoot, dir))
+	return err == nil && st.IsDir()
+}
+
+// layoutCell matches one folder named in a cell of the layout table.
 var layoutCell = regexp.MustCompile("`([^`]+)`")
 
-// layoutRows returns the folders the layout table names ("| folder |
-// what lives there |"), without a trailing slash.
-func layoutRows(t *testing.T) []string {
+// layoutRow is one row of the layout table: the folders of its first
+// column, without a trailing slash, and its tests column as written.
+type layoutRow struct {
+	folders []string
+	tests   string
+}
+
+func (r layoutRow) covers(folder string) bool {
+	return slices.ContainsFunc(r.folders, func(name string) bool { return covers(name, folder) })
+}
+
+// layoutHeader opens the layout table.
+const layoutHeader = "| folder | what lives there | tests |\n|---|---|---|\n"
+
+// layoutTable returns the rows of docs/architecture.md's layout table.
+func layoutTable(t *testing.T) []layoutRow {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs/architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(doc), "| folder | what lives there |\n|---|---|\n")
+	_, table, ok := strings.Cut(string(doc), layoutHeader)
 	if !ok {
-		t.Fatal("docs/architecture.md has no layout table (| folder | what lives there |)")
+		t.Fatalf("docs/architecture.md has no layout table (%s)", strings.SplitN(layoutHeader, "\n", 2)[0])
 	}
-	var rows []string
+	var rows []layoutRow
 	for line := range strings.Lines(table) {
 		if !strings.HasPrefix(line, "| ") {
 			break
 		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
-		for _, m := range layoutCell.FindAllStringSubmatch(first, -1) {
-			rows = append(rows, strings.TrimSuffix(m[1], "/"))
+		cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(line), "|"), " | ")
+		var r layoutRow
+		for _, m := range layoutCell.FindAllStringSubmatch(strings.TrimPrefix(cells[0], "| "), -1) {
+			r.folders = append(r.folders, strings.TrimSuffix(m[1], "/"))
 		}
+		if len(cells) >= 3 {
+			r.tests = strings.TrimSpace(cells[len(cells)-1])
+		}
+		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
 		t.Fatal("docs/architecture.md's layout table has no rows")
@@ -90,10 +150,10 @@ func layoutRows(t *testing.T) []string {
 	return rows
 }
 
-// goFolders returns the folders of the module that hold Go files,
-// relative to the repository root: nested modules, hidden folders and
-// testdata left out.
-func goFolders(t *testing.T) []string {
+// goFolders returns the folders of the module that hold files whose name
+// ends in suffix, relative to the repository root: nested modules, hidden
+// folders and testdata left out.
+func goFolders(t *testing.T, suffix string) []string {
 	t.Helper()
 	seen := map[string]bool{}
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
@@ -111,7 +171,7 @@ func goFolders(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".go") && filepath.Dir(rel) != "." {
+		if strings.HasSuffix(rel, suffix) && filepath.Dir(rel) != "." {
 			seen[filepath.ToSlash(filepath.Dir(rel))] = true
 		}
 		return nil
