@@ -31,11 +31,8 @@ import (
 	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
-// Windows and limits of RFC 9113 that a connection starts with.
+// Limits of RFC 9113 and of the handshake.
 const (
-	initialWindow   = 65535
-	initialFrame    = 16384
-	maxWindow       = math.MaxInt32
 	maxStreamID     = math.MaxInt32
 	handshakeBudget = 10 * time.Second
 )
@@ -60,8 +57,10 @@ type conn struct {
 	headers *h2conn.HeaderReader // decodes rfr's header blocks
 
 	// Write side.
-	w      *h2conn.Writer
-	health h2conn.Health
+	w *h2conn.Writer
+	// The destination's SETTINGS (under mu), the health check, and the
+	// dispatch of the frames readLoop reads.
+	ctl h2conn.Control
 
 	mu   sync.Mutex
 	cond sync.Cond // a send window grew, or a stream or the connection ended
@@ -71,18 +70,9 @@ type conn struct {
 	broken  bool
 	streams map[uint32]*stream
 	// reserved counts streams promised to callers not yet opened.
-	reserved int
-	nextID   uint32
-	// From the destination's SETTINGS.
-	maxStreams    uint32
-	peerWindow    int32
-	maxFrame      uint32
-	maxHeaderList uint32
-	// Flow control: what the destination lets us send on the connection,
-	// and what we consumed of its sending that is not refunded yet.
-	sendWindow int64
-	recvWindow int64
-	unacked    int64
+	reserved   int
+	nextID     uint32
+	sendWindow int64 // what the destination lets us send on the connection
 	// GOAWAY from the destination.
 	goAway   bool
 	lastGood uint32
@@ -92,15 +82,10 @@ type conn struct {
 func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
 	c := &conn{
 		t: t, pool: p, addr: addr, nc: nc,
-		streams:       make(map[uint32]*stream),
-		nextID:        1,
-		maxStreams:    100, // until the destination's SETTINGS say (RFC 9113 6.5.2)
-		peerWindow:    initialWindow,
-		maxFrame:      initialFrame,
-		maxHeaderList: math.MaxUint32,
-		sendWindow:    initialWindow,
-		recvWindow:    int64(t.connWindow()),
-		reserved:      1, // the dialer's own call
+		streams:    make(map[uint32]*stream),
+		nextID:     1,
+		sendWindow: h2conn.InitialWindow,
+		reserved:   1, // the dialer's own call
 	}
 	c.cond.L = &c.mu
 	c.w = h2conn.NewWriter(nc)
@@ -108,18 +93,20 @@ func newConn(t *Transport, p *pool, addr string, nc net.Conn) *conn {
 	// We announce no SETTINGS_MAX_FRAME_SIZE: a destination's frames
 	// beyond the default size break the protocol (RFC 9113 4.2), and the
 	// Framer would allocate what a header announces, up to 16 MiB.
-	c.rfr.SetMaxReadFrameSize(initialFrame)
+	c.rfr.SetMaxReadFrameSize(h2conn.InitialFrame)
 	c.rfr.SetReuseFrames()
 	c.headers = h2conn.NewHeaderReader(c.rfr, uint32(min(t.headerLimit(), math.MaxUint32)), h2conn.ResponsePseudoHeaders)
+	// 100 streams until the destination's SETTINGS say (RFC 9113 6.5.2).
+	c.ctl.Init(c, int64(t.connWindow()), c.w, c.headers, &c.cond, c.write, c.sendWindows, 100)
 	return c
 }
 
 func (t *Transport) streamWindow() int32 {
-	return int32(min(orDefault(t.MaxReceiveBufferPerStream, 256<<10), maxWindow))
+	return int32(min(orDefault(t.MaxReceiveBufferPerStream, 256<<10), h2conn.MaxWindow))
 }
 
 func (t *Transport) connWindow() int32 {
-	return int32(min(orDefault(t.MaxReceiveBufferPerConnection, 4<<20), maxWindow))
+	return int32(min(orDefault(t.MaxReceiveBufferPerConnection, 4<<20), h2conn.MaxWindow))
 }
 
 func (t *Transport) headerLimit() int64 { return orDefault(t.MaxResponseHeaderBytes, 64<<10) }
@@ -138,18 +125,12 @@ func (c *conn) handshake(ctx context.Context) error {
 	if _, err := c.w.BW.WriteString(http2.ClientPreface); err != nil {
 		return err
 	}
-	settings := []http2.Setting{
-		{ID: http2.SettingEnablePush, Val: 0},
-		{ID: http2.SettingInitialWindowSize, Val: uint32(c.t.streamWindow())},
-		{ID: http2.SettingMaxHeaderListSize, Val: c.headers.Limit()},
-	}
-	if err := c.w.FR.WriteSettings(settings...); err != nil {
+	err := c.w.WriteOpening(c.ctl.Recv.Left(),
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(c.t.streamWindow())},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.headers.Limit()})
+	if err != nil {
 		return err
-	}
-	if grow := c.recvWindow - initialWindow; grow > 0 {
-		if err := c.w.FR.WriteWindowUpdate(0, uint32(grow)); err != nil {
-			return err
-		}
 	}
 	if err := c.w.BW.Flush(); err != nil {
 		return ctxError(ctx, err)
@@ -162,14 +143,11 @@ func (c *conn) handshake(ctx context.Context) error {
 	if !ok || sf.IsAck() {
 		return fmt.Errorf("the destination answered with a %v frame, not SETTINGS: it does not speak h2c", f.Header().Type)
 	}
-	table, err := c.applySettings(sf)
+	table, err := c.ctl.Peer.Apply(sf, c.sendWindows) // no stream is open yet
 	if err != nil {
 		return err
 	}
-	if table >= 0 {
-		c.w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
-	}
-	if err := c.w.FR.WriteSettingsAck(); err != nil {
+	if err := c.w.AckSettings(table); err != nil {
 		return err
 	}
 	if err := c.w.BW.Flush(); err != nil {
@@ -179,7 +157,7 @@ func (c *conn) handshake(ctx context.Context) error {
 		return err
 	}
 	_ = c.nc.SetDeadline(time.Time{})
-	c.health.Start(orDefault(c.t.SendPingTimeout, 30*time.Second), orDefault(c.t.PingTimeout, 15*time.Second), c.checkHealth)
+	c.ctl.Health.Start(orDefault(c.t.SendPingTimeout, 30*time.Second), orDefault(c.t.PingTimeout, 15*time.Second), c.checkHealth)
 	c.idle = time.AfterFunc(time.Hour, c.closeIfIdle)
 	c.idle.Stop()
 	return nil
@@ -202,7 +180,7 @@ func ctxError(ctx context.Context, err error) error {
 func (c *conn) reserve() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil || c.goAway || uint32(len(c.streams)+c.reserved) >= c.maxStreams ||
+	if c.err != nil || c.goAway || uint32(len(c.streams)+c.reserved) >= c.ctl.Peer.MaxConcurrentStreams ||
 		int64(c.nextID)+2*int64(c.reserved) > maxStreamID {
 		return false
 	}
@@ -224,11 +202,7 @@ func (c *conn) readLoop() {
 	var err error
 	for {
 		var f http2.Frame
-		f, err = c.rfr.ReadFrame()
-		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
-			err = c.headers.Read(hf) // handle takes c.headers.Block
-		}
-		c.health.Read()
+		f, err = c.ctl.ReadFrame()
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
@@ -240,7 +214,7 @@ func (c *conn) readLoop() {
 			}
 			break
 		}
-		if err = c.handle(f); err != nil {
+		if err = c.ctl.Handle(f); err != nil {
 			break
 		}
 	}
@@ -287,7 +261,7 @@ func (c *conn) close(err error) {
 		s.endLocked(err)
 	}
 	c.cond.Broadcast()
-	c.health.Stop()
+	c.ctl.Health.Stop()
 	if c.idle != nil {
 		c.idle.Stop()
 	}

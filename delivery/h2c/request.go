@@ -31,6 +31,8 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
 // readAheadMax is the largest declared body read before the call goes
@@ -256,7 +258,7 @@ func hostPort(u *url.URL) string {
 }
 
 // bodyBuffers lends the body writers their read buffers.
-var bodyBuffers = sync.Pool{New: func() any { return new([initialFrame]byte) }}
+var bodyBuffers = sync.Pool{New: func() any { return new([h2conn.InitialFrame]byte) }}
 
 // writeBody sends a body that streams, in DATA frames within the windows
 // the destination grants, then its trailers. It runs on a goroutine of its
@@ -299,7 +301,7 @@ func (s *stream) writeBody(ctx context.Context, o *outgoing) {
 }
 
 func (s *stream) copyBody(ctx context.Context, o *outgoing) error {
-	buf := bodyBuffers.Get().(*[initialFrame]byte)
+	buf := bodyBuffers.Get().(*[h2conn.InitialFrame]byte)
 	defer bodyBuffers.Put(buf)
 	var sent int64
 	for {
@@ -351,7 +353,7 @@ func (s *stream) send(ctx context.Context, data []byte, end bool) error {
 			c.mu.Unlock()
 			return ctx.Err()
 		}
-		n := int64(min(len(data), int(c.maxFrame)))
+		n := int64(min(len(data), int(c.ctl.Peer.MaxFrame.Load())))
 		n = min(n, s.sendWindow, c.sendWindow)
 		if len(data) == 0 {
 			n = 0
@@ -371,9 +373,7 @@ func (s *stream) send(ctx context.Context, data []byte, end bool) error {
 // sendTrailers ends the stream with the request's trailers.
 func (s *stream) sendTrailers(o *outgoing) error {
 	c := s.c
-	c.mu.Lock()
-	maxFrame := int(c.maxFrame)
-	c.mu.Unlock()
+	maxFrame := int(c.ctl.Peer.MaxFrame.Load())
 	if err := validFields(o.req.Trailer); err != nil {
 		return err
 	}

@@ -33,7 +33,9 @@ import (
 	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
-func (c *conn) onHeaders(f *h2conn.HeaderBlock) error {
+// OnHeaders takes an answer's headers, an informational answer's, or its
+// trailers.
+func (c *conn) OnHeaders(f *h2conn.HeaderBlock) error {
 	c.mu.Lock()
 	s := c.streams[f.StreamID]
 	if s == nil {
@@ -203,20 +205,16 @@ func (c *conn) afterEnd(id uint32, freed, rst bool) {
 	}
 }
 
-func (c *conn) onData(f *http2.DataFrame) error {
+// OnData takes a DATA frame: its bytes go to the answer's body, or are
+// refunded at once when nothing will read them.
+func (c *conn) OnData(f *http2.DataFrame) error {
 	n := int64(f.Length) // padding included: it counts against the windows
 	data := f.Data()
 	c.mu.Lock()
-	c.recvWindow -= n
-	if c.recvWindow < 0 {
-		c.mu.Unlock()
-		return http2.ConnectionError(http2.ErrCodeFlowControl)
-	}
 	s := c.streams[f.StreamID]
 	if s == nil || s.resp == nil || s.eof {
 		opened := c.openedLocked(f.StreamID)
-		c.unacked += n // nobody reads it
-		refund := c.takeConnRefundLocked(0)
+		refund := c.connRefundLocked(n) // nobody reads it
 		c.mu.Unlock()
 		switch {
 		case !opened:
@@ -229,8 +227,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.refund(0, refund, 0)
 		return nil
 	}
-	s.recvWindow -= n
-	if s.recvWindow < 0 {
+	if !s.recv.Take(n) {
 		c.mu.Unlock()
 		c.streamError(s.id, http2.ErrCodeFlowControl, fmt.Errorf("h2c: %s sent more than the stream's window", c.addr))
 		return nil
@@ -249,41 +246,32 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	// Padding is nobody's to read: refunded at once.
 	pad := n - int64(len(data))
-	c.unacked += pad
-	s.unacked += pad
 	var freed, rst bool
 	if f.StreamEnded() {
 		freed, rst = c.endBodyLocked(s)
 	}
 	s.signal()
-	connRefund, streamRefund := c.takeConnRefundLocked(0), c.takeStreamRefundLocked(s)
+	connRefund, streamRefund := c.connRefundLocked(pad), c.streamRefundLocked(s, pad)
 	c.mu.Unlock()
 	c.afterEnd(s.id, freed, rst)
 	c.refund(s.id, connRefund, streamRefund)
 	return nil
 }
 
-// takeConnRefundLocked returns how much to give back to the connection's
-// window now (0 until half of it is used), with extra bytes consumed.
-func (c *conn) takeConnRefundLocked(extra int64) int64 {
-	c.unacked += extra
-	if c.unacked < int64(c.t.connWindow())/2 {
-		return 0
-	}
-	n := c.unacked
-	c.unacked = 0
-	c.recvWindow += n
-	return n
+// connRefundLocked returns how much to give back to the connection's
+// window now, with n more bytes consumed: nothing until half of it waits.
+func (c *conn) connRefundLocked(n int64) int64 {
+	return c.ctl.Recv.ConsumedRefund(n, int64(c.t.connWindow()))
 }
 
-func (c *conn) takeStreamRefundLocked(s *stream) int64 {
-	if s.eof || s.gone || s.unacked < int64(c.t.streamWindow())/2 {
+// streamRefundLocked is connRefundLocked for s's window; a stream that
+// ended gets nothing back.
+func (c *conn) streamRefundLocked(s *stream, n int64) int64 {
+	s.recv.Consumed(n)
+	if s.eof || s.gone {
 		return 0
 	}
-	n := s.unacked
-	s.unacked = 0
-	s.recvWindow += n
-	return n
+	return s.recv.Refund(int64(c.t.streamWindow()))
 }
 
 // refund sends the WINDOW_UPDATE frames for what was consumed.
@@ -291,17 +279,7 @@ func (c *conn) refund(id uint32, conn, st int64) {
 	if conn == 0 && st == 0 {
 		return
 	}
-	_ = c.write(func() error {
-		if conn > 0 {
-			if err := c.w.FR.WriteWindowUpdate(0, uint32(conn)); err != nil {
-				return err
-			}
-		}
-		if st > 0 {
-			return c.w.FR.WriteWindowUpdate(id, uint32(st))
-		}
-		return nil
-	})
+	_ = c.write(func() error { return c.w.WriteWindowUpdates(id, conn, st) })
 }
 
 // body is an answer's body: it reads what the reading goroutine put in
@@ -325,8 +303,7 @@ func (b *body) Read(p []byte) (int, error) {
 		case s.off < len(s.buf):
 			n := copy(p, s.buf[s.off:])
 			s.off += n
-			s.unacked += int64(n)
-			connRefund, streamRefund := c.takeConnRefundLocked(int64(n)), c.takeStreamRefundLocked(s)
+			connRefund, streamRefund := c.connRefundLocked(int64(n)), c.streamRefundLocked(s, int64(n))
 			c.mu.Unlock()
 			c.refund(s.id, connRefund, streamRefund)
 			return n, nil
@@ -365,22 +342,18 @@ func (b *body) Close() error {
 	s := b.s
 	c := s.c
 	c.mu.Lock()
-	if b.closed {
-		c.mu.Unlock()
+	closed, done := b.closed, s.gone
+	b.closed = true
+	c.mu.Unlock()
+	if closed {
 		return nil
 	}
-	b.closed = true
-	done := s.gone
-	c.mu.Unlock()
 	if !done {
 		c.reset(s, http2.ErrCodeCancel, errBodyClosed)
 	}
 	c.mu.Lock()
-	if rest := int64(len(s.buf) - s.off); rest > 0 {
-		c.unacked += rest
-	}
+	refund := c.connRefundLocked(int64(len(s.buf) - s.off))
 	s.buf, s.off = nil, 0
-	refund := c.takeConnRefundLocked(0)
 	c.mu.Unlock()
 	c.refund(0, refund, 0)
 	return nil

@@ -23,6 +23,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
+
+	"knative.dev/event-forwarding-proxy/internal/h2conn"
 )
 
 // maxInformational bounds the 1xx answers a call skips before its final
@@ -67,8 +69,7 @@ type stream struct {
 	informal int // 1xx answers skipped
 	// Flow control: what the destination may still send, what the
 	// caller read and is not refunded yet, what we may still send.
-	recvWindow int64
-	unacked    int64
+	recv       h2conn.RecvWindow
 	sendWindow int64
 }
 
@@ -170,8 +171,8 @@ func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
 	c.nextID += 2
 	c.reserved--
 	c.streams[s.id] = s
-	s.sendWindow = int64(c.peerWindow)
-	s.recvWindow = int64(c.t.streamWindow())
+	s.sendWindow = c.ctl.Peer.InitialWindow
+	s.recv = h2conn.NewRecvWindow(int64(c.t.streamWindow()))
 	n := int64(len(o.data))
 	inline := o.data != nil && n <= s.sendWindow && n <= c.sendWindow
 	if inline {
@@ -180,7 +181,7 @@ func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
 	}
 	s.sentEnd = inline || !o.hasBody()
 	sentEnd := s.sentEnd
-	maxFrame := int(c.maxFrame)
+	maxFrame := int(c.ctl.Peer.MaxFrame.Load())
 	c.mu.Unlock()
 
 	c.armWriteLocked()
@@ -189,7 +190,7 @@ func (c *conn) open(s *stream, o *outgoing) (stream bool, err error) {
 	// the way keeps a held call's stack at 4 KiB (docs/benchmarks.md).
 	c.w.Block.Reset()
 	o.encodeHeaders(c.field)
-	err = c.writeBlock(s.id, sentEnd && !inline, maxFrame)
+	err = c.w.WriteHeaderBlock(s.id, sentEnd && !inline, maxFrame)
 	for rest := o.data; inline && err == nil; {
 		chunk := rest[:min(len(rest), maxFrame)]
 		rest = rest[len(chunk):]
@@ -220,12 +221,12 @@ func (c *conn) refusalLocked(o *outgoing) error {
 		c.unlockWrite()
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
-	if o.headerSize > int64(c.maxHeaderList) {
+	if o.headerSize > int64(c.ctl.Peer.MaxHeaderList) {
 		c.unreserveLocked()
 		c.mu.Unlock()
 		c.unlockWrite()
 		c.t.roomFreed(c.pool)
-		return fmt.Errorf("h2c: the request's %d header bytes are more than %s accepts (%d)", o.headerSize, c.addr, c.maxHeaderList)
+		return fmt.Errorf("h2c: the request's %d header bytes are more than %s accepts (%d)", o.headerSize, c.addr, c.ctl.Peer.MaxHeaderList)
 	}
 	return nil
 }
@@ -245,35 +246,13 @@ func (c *conn) writeFailed(err error) error {
 func (c *conn) writeHeaderBlock(id uint32, endStream bool, maxFrame int, encode func(emit func(name, value string))) error {
 	c.w.Block.Reset()
 	encode(c.field)
-	return c.writeBlock(id, endStream, maxFrame)
+	return c.w.WriteHeaderBlock(id, endStream, maxFrame)
 }
 
 // field encodes one header field into the block being built; the caller
 // holds the write lock.
 func (c *conn) field(name, value string) {
 	_ = c.w.Enc.WriteField(hpackField(lowerName(name), value))
-}
-
-// writeBlock writes the encoded block as HEADERS and CONTINUATION frames;
-// the caller holds the write lock.
-func (c *conn) writeBlock(id uint32, endStream bool, maxFrame int) error {
-	block := c.w.Block.Bytes()
-	first := true
-	for first || len(block) > 0 {
-		frag := block[:min(len(block), maxFrame)]
-		block = block[len(frag):]
-		var err error
-		if first {
-			err = c.w.FR.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndStream: endStream, EndHeaders: len(block) == 0})
-			first = false
-		} else {
-			err = c.w.FR.WriteContinuation(id, len(block) == 0, frag)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // reset ends s from our side with code and err, and tells the destination.
@@ -294,9 +273,7 @@ func (c *conn) reset(s *stream, code http2.ErrCode, err error) {
 func (c *conn) dropLocked(s *stream, err error) {
 	delete(c.streams, s.id)
 	s.endLocked(err)
-	if rest := int64(len(s.buf) - s.off); rest > 0 {
-		c.unacked += rest
-	}
+	c.ctl.Recv.Consumed(int64(len(s.buf) - s.off))
 	s.buf, s.off = nil, 0
 	c.cond.Broadcast()
 	c.idleCheckLocked()
@@ -328,12 +305,18 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, err error) {
 // opened reports whether id is a stream we opened (it may have ended).
 func (c *conn) openedLocked(id uint32) bool { return id%2 == 1 && id < c.nextID }
 
-func (c *conn) onReset(f *http2.RSTStreamFrame) {
+// OnReset takes the destination's RST_STREAM: one on a stream never
+// opened breaks the connection, as on the inbound server.
+func (c *conn) OnReset(f *http2.RSTStreamFrame) error {
 	c.mu.Lock()
 	s := c.streams[f.StreamID]
 	if s == nil {
+		idle := !c.openedLocked(f.StreamID)
 		c.mu.Unlock()
-		return
+		if idle {
+			return http2.ConnectionError(http2.ErrCodeProtocol) // RFC 9113 6.4
+		}
+		return nil // a stream already closed
 	}
 	err := fmt.Errorf("h2c: %s reset the stream: %v", c.addr, f.ErrCode)
 	if f.ErrCode == http2.ErrCodeRefusedStream && s.resp == nil {
@@ -343,6 +326,7 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) {
 	c.dropLocked(s, err)
 	c.mu.Unlock()
 	c.t.roomFreed(c.pool)
+	return nil
 }
 
 // validFields reports the first invalid header of h, as a message.

@@ -159,3 +159,77 @@ func (h *Health) Stop() {
 // Waiting is how many writers wait for the lock, for tests that line up a
 // burst of writes.
 func (w *Writer) Waiting() int { return int(w.waiting.Load()) }
+
+// AckSettings acks the peer's SETTINGS; the caller holds the lock. A
+// header table size they set (table, -1 if none) shrinks the encoder's
+// table first, as RFC 9113 6.5.3 asks.
+func (w *Writer) AckSettings(table int64) error {
+	if table >= 0 {
+		w.Enc.SetMaxDynamicTableSizeLimit(uint32(table))
+	}
+	return w.FR.WriteSettingsAck()
+}
+
+// WriteWindowUpdates gives the peer back conn bytes of the connection's
+// window and strm of stream id's, each only if positive; the caller holds
+// the lock.
+func (w *Writer) WriteWindowUpdates(id uint32, conn, strm int64) error {
+	if conn > 0 {
+		if err := w.FR.WriteWindowUpdate(0, uint32(conn)); err != nil {
+			return err
+		}
+	}
+	if strm > 0 {
+		return w.FR.WriteWindowUpdate(id, uint32(strm))
+	}
+	return nil
+}
+
+// WriteHeaderBlock writes the block in Block as a HEADERS frame and as
+// many CONTINUATION frames as it takes at maxFrame bytes a frame; the
+// caller holds the lock.
+func (w *Writer) WriteHeaderBlock(id uint32, endStream bool, maxFrame int) error {
+	block := w.Block.Bytes()
+	first := block[:min(len(block), maxFrame)]
+	block = block[len(first):]
+	err := w.FR.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: endStream, EndHeaders: len(block) == 0})
+	for err == nil && len(block) > 0 {
+		frag := block[:min(len(block), maxFrame)]
+		block = block[len(frag):]
+		err = w.FR.WriteContinuation(id, len(block) == 0, frag)
+	}
+	return err
+}
+
+// OnPing answers a PING with its ack through write, or takes the ack of
+// the health check's own.
+func (h *Health) OnPing(f *http2.PingFrame, w *Writer, write func(fn func() error) error) error {
+	if f.IsAck() {
+		h.Acked(f.Data)
+		return nil
+	}
+	data := f.Data
+	return write(func() error { return w.FR.WritePing(true, data) })
+}
+
+// Run is the body of the check func given to Start: it reports whether
+// the peer is dead, and else sends the PING that is due, if one is,
+// through write.
+func (h *Health) Run(w *Writer, write func(fn func() error) error) (dead bool) {
+	dead, ping := h.Check()
+	if ping != nil {
+		_ = write(func() error { return w.FR.WritePing(false, *ping) })
+	}
+	return dead
+}
+
+// WriteOpening writes this end's first frames after the preface: its
+// SETTINGS, then a WINDOW_UPDATE that grows the connection's window from
+// the 65,535 bytes every connection starts with to connWindow; the caller
+// holds the lock.
+func (w *Writer) WriteOpening(connWindow int64, settings ...http2.Setting) error {
+	if err := w.FR.WriteSettings(settings...); err != nil {
+		return err
+	}
+	return w.WriteWindowUpdates(0, connWindow-InitialWindow, 0)
+}

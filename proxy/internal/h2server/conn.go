@@ -23,23 +23,14 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math"
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
 
 	"knative.dev/event-forwarding-proxy/internal/h2conn"
-)
-
-// Windows and limits of RFC 9113 that a connection starts with.
-const (
-	initialWindow = 65535
-	initialFrame  = 16384
-	maxWindow     = math.MaxInt32
 )
 
 var (
@@ -77,7 +68,9 @@ type conn struct {
 	w         *h2conn.Writer
 	writeShut bool
 
-	health h2conn.Health
+	// The caller's SETTINGS (under mu), the health check, and the
+	// dispatch of the frames serve reads.
+	ctl h2conn.Control
 
 	mu   sync.Mutex
 	cond sync.Cond // a send window grew, a stream or the connection ended, a write deadline passed
@@ -85,20 +78,13 @@ type conn struct {
 	// streams holds the streams the caller may still send on or we may
 	// still write on; active counts the streams whose handler is not done
 	// (MaxConcurrentStreams counts those).
-	streams   map[uint32]*stream
-	ourResets resetRing // the streams we reset last
-	active    int
-	lastID    uint32 // the highest stream the caller opened
-	goingAway bool
-	ctxDone   bool // c.ctx ended: new requests are cancelled at once
-	// From the caller's SETTINGS.
-	peerWindow int64
-	maxFrame   atomic.Uint32 // read by writers under the write lock alone
-	// Flow control: what we may still send on the connection, what the
-	// caller may still send, and what was consumed and is not refunded.
-	sendWindow int64
-	recv       int64
-	unacked    int64
+	streams    map[uint32]*stream
+	ourResets  resetRing // the streams we reset last
+	active     int
+	lastID     uint32 // the highest stream the caller opened
+	goingAway  bool
+	ctxDone    bool        // c.ctx ended: new requests are cancelled at once
+	sendWindow int64       // what we may still send on the connection
 	idle       *time.Timer // closeIfIdle, when IdleTimeout is set
 }
 
@@ -107,11 +93,8 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 		s: s, nc: nc, h: h, logger: logger,
 		remote:     nc.RemoteAddr().String(),
 		streams:    make(map[uint32]*stream),
-		peerWindow: initialWindow,
-		sendWindow: initialWindow,
-		recv:       s.connWindow(),
+		sendWindow: h2conn.InitialWindow,
 	}
-	c.maxFrame.Store(initialFrame)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	// The base context ending (the proxy's drain deadline) ends every
 	// request: the streams' contexts are not its children (requestContext).
@@ -122,11 +105,13 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 	c.rfr = http2.NewFramer(nil, c.br)
 	c.rfr.SetReuseFrames()
 	c.headers = h2conn.NewHeaderReader(c.rfr, s.headerListLimit(), h2conn.RequestPseudoHeaders)
+	// A server opens no streams: the caller's own limit is not for it.
+	c.ctl.Init(c, s.connWindow(), c.w, c.headers, &c.cond, c.write, c.sendWindows, 0)
 	// We announce no SETTINGS_MAX_FRAME_SIZE, so the caller may send
 	// frames of the default size alone (RFC 9113 4.2). The Framer's own
 	// bound is 16 MiB, and it allocates what a frame header announces
 	// before reading it: x/net's server bounds it the same way.
-	c.rfr.SetMaxReadFrameSize(initialFrame)
+	c.rfr.SetMaxReadFrameSize(h2conn.InitialFrame)
 	return c
 }
 
@@ -134,23 +119,15 @@ func newConn(s *Server, ctx context.Context, nc net.Conn, h http.Handler, logger
 // connection breaks or closes.
 func (c *conn) serve() {
 	err := c.write(func() error {
-		settings := []http2.Setting{
-			{ID: http2.SettingMaxConcurrentStreams, Val: c.s.maxStreams()},
-			{ID: http2.SettingInitialWindowSize, Val: uint32(c.s.streamWindow())},
-			{ID: http2.SettingMaxHeaderListSize, Val: c.s.headerListLimit()},
-		}
-		if err := c.w.FR.WriteSettings(settings...); err != nil {
-			return err
-		}
-		if grow := c.recv - initialWindow; grow > 0 {
-			return c.w.FR.WriteWindowUpdate(0, uint32(grow))
-		}
-		return nil
+		return c.w.WriteOpening(c.ctl.Recv.Left(),
+			http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.s.maxStreams()},
+			http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(c.s.streamWindow())},
+			http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.s.headerListLimit()})
 	})
 	if err != nil {
 		return
 	}
-	c.health.Start(orDefault(c.s.SendPingTimeout, 30*time.Second), orDefault(c.s.PingTimeout, 15*time.Second), c.checkHealth)
+	c.ctl.Health.Start(orDefault(c.s.SendPingTimeout, 30*time.Second), orDefault(c.s.PingTimeout, 15*time.Second), c.checkHealth)
 	c.mu.Lock()
 	if d := c.s.IdleTimeout; d > 0 {
 		c.idle = time.AfterFunc(d, c.closeIfIdle)
@@ -165,11 +142,7 @@ func (c *conn) readLoop() error {
 	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	first := true
 	for {
-		f, err := c.rfr.ReadFrame()
-		if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
-			err = c.headers.Read(hf) // handle takes c.headers.Block
-		}
-		c.health.Read()
+		f, err := c.ctl.ReadFrame()
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
@@ -193,7 +166,7 @@ func (c *conn) readLoop() error {
 		}
 		// errStreamClosed: a write was dropped (a reset stream, or our
 		// side closed); the connection goes on.
-		if err := c.handle(f); err != nil && !errors.Is(err, errStreamClosed) {
+		if err := c.ctl.Handle(f); err != nil && !errors.Is(err, errStreamClosed) {
 			return err
 		}
 		if len(c.pending) > 0 && !nextFrameHere(c.br) {
@@ -240,7 +213,7 @@ func (c *conn) closeWith(err error) {
 		st.endLocked(errConnClosed(err))
 	}
 	c.cond.Broadcast()
-	c.health.Stop()
+	c.ctl.Health.Stop()
 	if c.idle != nil {
 		c.idle.Stop()
 	}
@@ -282,45 +255,20 @@ func (c *conn) write(fn func() error) error {
 	return err
 }
 
-// handle handles one frame.
-func (c *conn) handle(f http2.Frame) error {
-	switch f := f.(type) {
-	case *http2.DataFrame:
-		return c.onData(f)
-	case *http2.HeadersFrame:
-		defer c.headers.Done()
-		return c.onHeaders(&c.headers.Block)
-	case *http2.SettingsFrame:
-		if f.IsAck() {
-			return nil
-		}
-		return c.onSettings(f)
-	case *http2.WindowUpdateFrame:
-		return c.onWindowUpdate(f)
-	case *http2.PingFrame:
-		if !f.IsAck() {
-			data := f.Data
-			return c.write(func() error { return c.w.FR.WritePing(true, data) })
-		}
-		c.health.Acked(f.Data)
-		return nil
-	case *http2.RSTStreamFrame:
-		return c.onReset(f)
-	case *http2.PriorityFrame:
-		if f.StreamDep == f.StreamID {
-			// A stream cannot depend on itself (RFC 9113 5.3.1).
-			c.onStreamError(http2.StreamError{StreamID: f.StreamID, Code: http2.ErrCodeProtocol})
-			return c.wasted()
-		}
-		return nil
-	case *http2.PushPromiseFrame:
-		return http2.ConnectionError(http2.ErrCodeProtocol) // clients never push (RFC 9113 8.4)
-	default:
-		return nil // GOAWAY, PRIORITY and unknown frames ask nothing of us
+// OnOther takes the frames h2conn's Control leaves to the end but for
+// streams: a PRIORITY whose stream depends on itself resets that stream
+// (RFC 9113 5.3.1); GOAWAY, the other PRIORITY frames and frames of
+// unknown types ask nothing of a server.
+func (c *conn) OnOther(f http2.Frame) error {
+	if p, ok := f.(*http2.PriorityFrame); ok && p.StreamDep == p.StreamID {
+		c.onStreamError(http2.StreamError{StreamID: p.StreamID, Code: http2.ErrCodeProtocol})
+		return c.wasted()
 	}
+	return nil
 }
 
-func (c *conn) onReset(f *http2.RSTStreamFrame) error {
+// OnReset takes the caller's RST_STREAM.
+func (c *conn) OnReset(f *http2.RSTStreamFrame) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.streams[f.StreamID]
@@ -361,7 +309,7 @@ func (c *conn) onStreamError(se http2.StreamError) {
 // own since mu is held. The stream's handler, if still running, finds its
 // reads and writes failing.
 func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
-	c.ourResets.add(st.id, st.recv)
+	c.ourResets.add(st.id, st.recv.Left())
 	st.endLocked(err)
 	delete(c.streams, st.id)
 	st.resetCode.CompareAndSwap(0, uint32(code)+1)
@@ -378,7 +326,7 @@ func (c *conn) resetLocked(st *stream, code http2.ErrCode, err error) {
 // caller may have sent up to a new stream's window before it sees it.
 func (c *conn) writeReset(id uint32, code http2.ErrCode) {
 	c.mu.Lock()
-	c.ourResets.add(id, max(c.s.streamWindow(), initialWindow))
+	c.ourResets.add(id, max(c.s.streamWindow(), h2conn.InitialWindow))
 	c.mu.Unlock()
 	c.sendReset(id, code)
 }

@@ -102,12 +102,8 @@ func (c *conn) closeIfIdle() {
 // it sends a PING, or closes the connection when the last one's ack is
 // PingTimeout late.
 func (c *conn) checkHealth() {
-	dead, ping := c.health.Check()
-	switch {
-	case dead:
+	if c.ctl.CheckHealth() {
 		c.closeWith(errPingTimeout)
-	case ping != nil:
-		_ = c.write(func() error { return c.w.FR.WritePing(false, *ping) })
 	}
 }
 

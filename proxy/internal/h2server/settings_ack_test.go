@@ -133,7 +133,7 @@ func TestSettingsAckPrecedesTheDataItAllows(t *testing.T) {
 		}
 	}
 	c.mu.Lock()
-	inForce := c.peerWindow
+	inForce := c.ctl.Peer.InitialWindow
 	c.mu.Unlock()
 	c.w.Unlock()
 	if inForce != 0 {

@@ -74,8 +74,7 @@ type stream struct {
 	received  int64
 	// Flow control: what the caller may still send on the stream, what
 	// was read and is not refunded yet, what we may still send.
-	recv       int64
-	unacked    int64
+	recv       h2conn.RecvWindow
 	sendWindow int64
 	// Deadlines (ResponseController): zero means none; their timers
 	// signal the waiters once they pass.
@@ -114,8 +113,8 @@ func (st *stream) endLocked(err error) {
 	st.c.cond.Broadcast()
 }
 
-// onHeaders opens a stream, or takes a request's trailers.
-func (c *conn) onHeaders(f *h2conn.HeaderBlock) error {
+// OnHeaders opens a stream, or takes a request's trailers.
+func (c *conn) OnHeaders(f *h2conn.HeaderBlock) error {
 	id := f.StreamID
 	if id%2 == 0 {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
@@ -183,8 +182,8 @@ func (c *conn) onHeaders(f *h2conn.HeaderBlock) error {
 	st.req = req
 	// At least RFC 9113's initial window: the caller may send that much
 	// before it sees our SETTINGS (6.9.3).
-	st.recv = max(c.s.streamWindow(), initialWindow)
-	st.sendWindow = c.peerWindow
+	st.recv = h2conn.NewRecvWindow(max(c.s.streamWindow(), h2conn.InitialWindow))
+	st.sendWindow = c.ctl.Peer.InitialWindow
 	st.eof = f.StreamEnded()
 	if c.ctxDone {
 		defer st.cancelRequest()
@@ -236,17 +235,12 @@ func (st *stream) dropReq() {
 
 var errBodyLength = errors.New("h2server: the body's length differs from its content-length")
 
-// onData takes a DATA frame: its bytes go to the stream's body, or are
+// OnData takes a DATA frame: its bytes go to the stream's body, or are
 // refunded at once when nothing will read them.
-func (c *conn) onData(f *http2.DataFrame) error {
+func (c *conn) OnData(f *http2.DataFrame) error {
 	n := int64(f.Length)
 	data := f.Data()
 	c.mu.Lock()
-	if n > c.recv {
-		c.mu.Unlock()
-		return http2.ConnectionError(http2.ErrCodeFlowControl)
-	}
-	c.recv -= n
 	st := c.streams[f.StreamID]
 	if st == nil || st.eof || st.err != nil {
 		if f.StreamID > c.lastID {
@@ -276,7 +270,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		}
 		return c.wasted()
 	}
-	if n > st.recv {
+	if !st.recv.Take(n) {
 		grow := c.refundLocked(n)
 		c.resetLocked(st, http2.ErrCodeFlowControl, errors.New("h2server: the caller overflowed the stream's window"))
 		c.mu.Unlock()
@@ -287,7 +281,6 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		// late the handler's goroutine runs.
 		return c.wasted()
 	}
-	st.recv -= n
 	st.received += int64(len(data))
 	if st.declared >= 0 && (st.received > st.declared || f.StreamEnded() && st.received != st.declared) {
 		grow := c.refundLocked(n)
@@ -327,13 +320,11 @@ func (c *conn) onData(f *http2.DataFrame) error {
 // refundLocked gives the caller back n bytes of st's window, once enough
 // add up; it returns what to send.
 func (st *stream) refundLocked(n int64) (grow int64) {
-	st.unacked += n
-	if st.eof || st.err != nil || st.unacked < st.c.s.streamWindow()/2 {
+	st.recv.Consumed(n)
+	if st.eof || st.err != nil {
 		return 0
 	}
-	grow, st.unacked = st.unacked, 0
-	st.recv += grow
-	return grow
+	return st.recv.Refund(st.c.s.streamWindow())
 }
 
 // requestBody is a stream's request body, for its handler.

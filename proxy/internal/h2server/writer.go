@@ -193,7 +193,7 @@ func (c *conn) awaitSend(st *stream, n int) (int, error) {
 			c.resetLocked(st, http2.ErrCodeInternal, os.ErrDeadlineExceeded)
 			return 0, os.ErrDeadlineExceeded
 		}
-		k := min(int64(n), int64(c.maxFrame.Load()), c.sendWindow, st.sendWindow)
+		k := min(int64(n), int64(c.ctl.Peer.MaxFrame.Load()), c.sendWindow, st.sendWindow)
 		if k > 0 {
 			c.sendWindow -= k
 			st.sendWindow -= k
@@ -269,20 +269,10 @@ func (c *conn) encode(name, value string) {
 	_ = c.w.Enc.WriteField(hpack.HeaderField{Name: name, Value: value})
 }
 
-// writeBlockLocked writes the block in hbuf as HEADERS and as many
+// writeBlockLocked writes the block in c.w.Block as HEADERS and as many
 // CONTINUATION frames as the caller's frame size asks.
 func (c *conn) writeBlockLocked(id uint32, end bool) error {
-	max := int(c.maxFrame.Load())
-	block := c.w.Block.Bytes()
-	first := block[:min(len(block), max)]
-	block = block[len(first):]
-	err := c.w.FR.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: end, EndHeaders: len(block) == 0})
-	for err == nil && len(block) > 0 {
-		frag := block[:min(len(block), max)]
-		block = block[len(frag):]
-		err = c.w.FR.WriteContinuation(id, len(block) == 0, frag)
-	}
-	return err
+	return c.w.WriteHeaderBlock(id, end, int(c.ctl.Peer.MaxFrame.Load()))
 }
 
 // runHandler runs the stream's handler on the goroutine onHeaders started
@@ -333,7 +323,7 @@ func (c *conn) finish(st *stream, p any) {
 		// The answer is complete while the caller still sends: it can
 		// stop (RFC 9113 8.1). Remembered before the record goes, so
 		// that what the caller already sent is not taken for a flood.
-		c.ourResets.add(st.id, st.recv)
+		c.ourResets.add(st.id, st.recv.Left())
 		go c.sendReset(st.id, http2.ErrCodeNo)
 	}
 	st.endLocked(errStreamClosed)
