@@ -93,6 +93,7 @@ test-static-phase:
 # builds the amd64 ones). The tests then find them in Go's build cache.
 test-compile:
 	$(GO) build -race ./...
+	$(GO) build -race -tags $(UNIT_TAGS) ./...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath ./cmd/proxy ./cmd/mtping
 
 # The quick loop: every unit test, as `go test ./...` on a fresh clone runs
@@ -100,13 +101,16 @@ test-compile:
 # test binary and inputs did not change is not run again. The boundaries
 # test reads the packages' imports through `go list`, which the cache
 # cannot see, so it always runs, and only once.
-# PKG narrows it to some packages (make unit PKG=./proxy/...).
+# PKG narrows it to some packages (make unit PKG=./proxy/...). The tag
+# h2debug makes the HTTP/2 ends check that what their read loop owns is
+# touched on it alone (internal/h2conn's ReadLoop): a panic otherwise.
 PKG ?= ./...
+UNIT_TAGS := h2debug
 BOUNDARIES_PKG := knative.dev/event-forwarding-proxy/test/boundaries
 unit: ## unit tests, with the race detector (PKG=./proxy/... for some)
 	@pkgs=$$($(GO) list $(PKG)) || exit 1; \
 	rest=$$(echo "$$pkgs" | grep -vx $(BOUNDARIES_PKG) || true); \
-	if [ -n "$$rest" ]; then echo "$(GO) test -race -timeout 20m ($(PKG))"; $(GO) test -race -timeout 20m $$rest || exit 1; fi; \
+	if [ -n "$$rest" ]; then echo "$(GO) test -race -tags $(UNIT_TAGS) -timeout 20m ($(PKG))"; $(GO) test -race -tags $(UNIT_TAGS) -timeout 20m $$rest || exit 1; fi; \
 	if echo "$$pkgs" | grep -qx $(BOUNDARIES_PKG); then echo "$(GO) test -race -count=1 ./test/boundaries/"; $(GO) test -race -count=1 ./test/boundaries/; fi
 
 # Tests that need kube-apiserver and etcd (tools), Prometheus and promtool
@@ -184,7 +188,7 @@ $(GOLANGCI_LINT):
 lint: tidy-check $(GOLANGCI_LINT) shellcheck-tool ## gofmt, go vet, golangci-lint and shellcheck; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	shellcheck $(SHELL_SCRIPTS)
-	CGO_ENABLED=0 $(GO) vet -trimpath -tags integration,h2spec,cluster ./...
+	CGO_ENABLED=0 $(GO) vet -trimpath -tags integration,h2spec,cluster,h2debug ./...
 	@v=$$($(GOLANGCI_LINT) version --short); if [ "v$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
 	  echo "$(GOLANGCI_LINT) is v$$v, want $(GOLANGCI_LINT_VERSION): remove it and run make lint again"; exit 1; fi
 	CGO_ENABLED=0 GOFLAGS=-trimpath $(GOLANGCI_LINT) run ./...
@@ -316,7 +320,7 @@ STRESS_RUNS ?= 10
 STRESS_LOAD ?= 2
 .PHONY: stress
 stress: tools prometheus-tools bench-haproxy ## the unit and integration suites STRESS_RUNS times (10) beside STRESS_LOAD busy loops (2)
-	STRESS_RUNS=$(STRESS_RUNS) STRESS_LOAD=$(STRESS_LOAD) GO=$(GO) INTEGRATION_PKGS='$(INTEGRATION_PKGS)' \
+	STRESS_RUNS=$(STRESS_RUNS) STRESS_LOAD=$(STRESS_LOAD) GO=$(GO) INTEGRATION_PKGS='$(INTEGRATION_PKGS)' UNIT_TAGS=$(UNIT_TAGS) \
 	  INTEGRATION_PARALLEL=$(INTEGRATION_PARALLEL) hack/stress.sh
 
 include test/cluster/cluster.mk

@@ -8,6 +8,7 @@
 #   STRESS_LOAD       busy loops beside them (default 2, one per core)
 #   INTEGRATION_PKGS  the integration packages, from make
 #   INTEGRATION_PARALLEL  how many of them run at once, as make integration
+#   UNIT_TAGS         the build tags of the unit tests, from make
 #   GO                the go command (default go)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +17,7 @@ LOAD=${STRESS_LOAD:-2}
 GO=${GO:-go}
 read -ra PKGS <<<"${INTEGRATION_PKGS:?the integration packages, from make}"
 PARALLEL=${INTEGRATION_PARALLEL:?how many integration packages run at once, from make}
+UNIT_TAGS=${UNIT_TAGS:?the build tags of the unit tests, from make}
 cd "$ROOT"
 
 # Each loop is bounded by timeout as well, so that none outlives a run
@@ -36,7 +38,7 @@ done
 # -timeout above make unit's 20m: the loops slow every package down.
 for run in $(seq "$RUNS"); do
   echo "stress: run $run of $RUNS, unit tests"
-  if ! "$GO" test -race -count=1 -timeout 40m ./...; then
+  if ! "$GO" test -race -count=1 -timeout 40m -tags "$UNIT_TAGS" ./...; then
     echo "stress: run $run of $RUNS failed (unit tests) with $LOAD busy loops; $((run - 1)) passed before it" >&2
     exit 1
   fi

@@ -52,7 +52,8 @@ type conn struct {
 	addr string
 	nc   net.Conn
 
-	// Read side, owned by readLoop.
+	// Read side, owned by readLoop (c.ctl.Loop checks it under the
+	// h2debug tag).
 	rfr     *http2.Framer
 	headers *h2conn.HeaderReader // decodes rfr's header blocks
 
@@ -199,6 +200,7 @@ func (c *conn) unreserveLocked() {
 
 // readLoop reads and handles frames until the connection breaks.
 func (c *conn) readLoop() {
+	c.ctl.Loop.Enter()
 	var err error
 	for {
 		var f http2.Frame

@@ -43,6 +43,9 @@ type Control struct {
 	Peer   PeerSettings // under the connection lock, but for MaxFrame
 	Recv   RecvWindow   // what the peer may send on the connection, under its lock
 	Health Health
+	// Loop is the read loop, which alone calls ReadFrame and Handle: its
+	// ends mark their own read-loop state with it too.
+	Loop ReadLoop
 
 	end     End
 	w       *Writer
@@ -68,6 +71,7 @@ func (c *Control) Init(end End, connWindow int64, w *Writer, headers *HeaderRead
 // block (Handle takes the block); any frame read, even a broken one, is a
 // sign of life for the health check.
 func (c *Control) ReadFrame() (http2.Frame, error) {
+	c.Loop.Check()
 	f, err := c.headers.fr.ReadFrame()
 	if hf, ok := f.(*http2.HeadersFrame); ok && err == nil {
 		err = c.headers.Read(hf)
@@ -84,6 +88,7 @@ func (c *Control) ReadFrame() (http2.Frame, error) {
 // PROTOCOL_ERROR (RFC 9113 8.4: a client's SETTINGS turn push off, and
 // clients never push); the rest goes to the end.
 func (c *Control) Handle(f http2.Frame) error {
+	c.Loop.Check()
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		c.cond.L.Lock()

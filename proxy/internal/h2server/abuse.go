@@ -50,6 +50,7 @@ func (a *abuse) tooMuch(n int64, maxStreams uint32) bool {
 
 // callerReset counts a stream the caller reset before its answer ended.
 func (c *conn) callerReset() error {
+	c.ctl.Loop.Check()
 	c.abuse.resets++
 	if c.abuse.tooMuch(c.abuse.resets, c.s.maxStreams()) {
 		return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
@@ -59,6 +60,7 @@ func (c *conn) callerReset() error {
 
 // wasted counts a frame that carried no request.
 func (c *conn) wasted() error {
+	c.ctl.Loop.Check()
 	c.abuse.useless++
 	if c.abuse.tooMuch(c.abuse.useless, c.s.maxStreams()) {
 		return http2.ConnectionError(http2.ErrCodeEnhanceYourCalm)
@@ -85,6 +87,7 @@ const frameHeaderLen = 9
 // caller reset in the same burst (the rapid reset) never reaches a
 // handler, and so never reaches a destination. It is released instead.
 func (c *conn) dispatch() {
+	c.ctl.Loop.Check()
 	for i, st := range c.pending {
 		c.pending[i] = nil
 		c.mu.Lock()

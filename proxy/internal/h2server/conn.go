@@ -54,12 +54,13 @@ type conn struct {
 	cancel context.CancelFunc
 	remote string
 
-	rfr     *http2.Framer        // serve's
-	headers *h2conn.HeaderReader // decodes rfr's header blocks; serve's
-	br      *bufio.Reader        // what rfr reads from; serve's
-
-	// serve's: streams opened and not yet handed to a handler (dispatch),
-	// and what the caller made the server do for nothing.
+	// The read loop's (serve's goroutine; c.ctl.Loop checks it under
+	// the h2debug tag): the framer, the header block reader and what
+	// they read from, the streams opened and not yet handed to a handler
+	// (dispatch), and what the caller made the server do for nothing.
+	rfr     *http2.Framer
+	headers *h2conn.HeaderReader // decodes rfr's header blocks
+	br      *bufio.Reader
 	pending []*stream
 	abuse   abuse
 
@@ -138,6 +139,7 @@ func (c *conn) serve() {
 
 // readLoop reads and handles frames until one breaks the connection.
 func (c *conn) readLoop() error {
+	c.ctl.Loop.Enter()
 	// The client preface ends with a SETTINGS frame (RFC 9113 3.4).
 	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	first := true

@@ -194,6 +194,7 @@ func (c *conn) OnHeaders(f *h2conn.HeaderBlock) error {
 		c.idle.Stop()
 	}
 	c.mu.Unlock()
+	c.ctl.Loop.Check()
 	c.pending = append(c.pending, st) // dispatch starts its handler
 	return nil
 }

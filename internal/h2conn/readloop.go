@@ -1,0 +1,30 @@
+//go:build !h2debug
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package h2conn
+
+// ReadLoop marks the state of a connection that its read loop alone may
+// touch. Built with the tag h2debug (make unit does), Check panics on any
+// other goroutine; here it costs nothing.
+type ReadLoop struct{}
+
+// Enter makes the calling goroutine the read loop.
+func (*ReadLoop) Enter() {}
+
+// Check panics, under h2debug, unless the read loop calls it.
+func (*ReadLoop) Check() {}

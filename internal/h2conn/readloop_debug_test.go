@@ -1,0 +1,37 @@
+//go:build h2debug
+
+/*
+Copyright 2026 The Knative Authors
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package h2conn
+
+import "testing"
+
+// TestReadLoopCheck: under h2debug, the read loop passes Check and any
+// other goroutine panics.
+func TestReadLoopCheck(t *testing.T) {
+	var r ReadLoop
+	r.Enter()
+	r.Check()
+	panicked := make(chan any)
+	go func() {
+		defer func() { panicked <- recover() }()
+		r.Check()
+	}()
+	if p := <-panicked; p == nil {
+		t.Fatal("Check off the read loop did not panic")
+	}
+}
