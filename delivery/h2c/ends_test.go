@@ -32,32 +32,30 @@ import (
 // share (h2conntest.Cases) against the client, with a frame server as
 // the peer; proxy/internal/h2server runs them against the server.
 func TestBothEndsAlikeClient(t *testing.T) {
-	for _, tc := range h2conntest.Cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			answered := make(chan error, 1)
-			srv := newFrameServer(t, nil, func(fc *frameConn) {
-				answered <- answerCase(fc, tc)
-			})
-			tr, _ := newTransport(t, &h2c.Transport{})
-			go func() {
-				// The answer's body is read by nobody: stream Open's
-				// window only fills.
-				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.url+"/held", nil)
-				if resp, err := tr.RoundTrip(req); err == nil {
-					<-t.Context().Done()
-					resp.Body.Close()
-				}
-			}()
-			select {
-			case err := <-answered:
-				if err != nil {
-					t.Error(err)
-				}
-			case <-time.After(waitLimit):
-				t.Fatalf("no answer to the case's frames within %v", waitLimit)
-			}
+	h2conntest.Run(t, func(t *testing.T, tc h2conntest.Case) {
+		answered := make(chan error, 1)
+		srv := newFrameServer(t, nil, func(fc *frameConn) {
+			answered <- answerCase(fc, tc)
 		})
-	}
+		tr, _ := newTransport(t, &h2c.Transport{})
+		go func() {
+			// The answer's body is read by nobody: stream Open's
+			// window only fills.
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.url+"/held", nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				<-t.Context().Done()
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("no answer to the case's frames within %v", waitLimit)
+		}
+	})
 }
 
 // answerCase opens stream Open on fc (the client's request, answered with

@@ -291,6 +291,25 @@ type body struct {
 
 var errBodyClosed = errors.New("h2c: read on a closed response body")
 
+// bodyEndLocked is what a read past the body's last byte returns: io.EOF
+// once the body ended, with the trailers now in the answer, or why the
+// stream ended before it.
+func (s *stream) bodyEndLocked() error {
+	if !s.eof {
+		return s.err
+	}
+	if s.trailer != nil {
+		if s.resp.Trailer == nil {
+			s.resp.Trailer = make(http.Header, len(s.trailer))
+		}
+		for k, v := range s.trailer {
+			s.resp.Trailer[k] = v
+		}
+		s.trailer = nil
+	}
+	return io.EOF
+}
+
 func (b *body) Read(p []byte) (int, error) {
 	s := b.s
 	c := s.c
@@ -307,20 +326,8 @@ func (b *body) Read(p []byte) (int, error) {
 			c.mu.Unlock()
 			c.refund(s.id, connRefund, streamRefund)
 			return n, nil
-		case s.eof:
-			if s.trailer != nil {
-				if s.resp.Trailer == nil {
-					s.resp.Trailer = make(http.Header, len(s.trailer))
-				}
-				for k, v := range s.trailer {
-					s.resp.Trailer[k] = v
-				}
-				s.trailer = nil
-			}
-			c.mu.Unlock()
-			return 0, io.EOF
-		case s.err != nil:
-			err := s.err
+		case s.eof || s.err != nil:
+			err := s.bodyEndLocked()
 			c.mu.Unlock()
 			return 0, err
 		}

@@ -23,6 +23,7 @@ package h2conntest
 
 import (
 	"bytes"
+	"testing"
 
 	"golang.org/x/net/http2"
 
@@ -155,4 +156,11 @@ var Cases = []Case{
 		},
 		Answer: GoAway, Code: http2.ErrCodeProtocol,
 	},
+}
+
+// Run runs each case as a subtest of t, with the end's own runner.
+func Run(t *testing.T, run func(t *testing.T, tc Case)) {
+	for _, tc := range Cases {
+		t.Run(tc.Name, func(t *testing.T) { run(t, tc) })
+	}
 }

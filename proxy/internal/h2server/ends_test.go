@@ -28,35 +28,33 @@ import (
 // share (h2conntest.Cases) against the server, with a raw client as the
 // peer; delivery/h2c runs them against the client.
 func TestBothEndsAlikeServer(t *testing.T) {
-	for _, tc := range h2conntest.Cases {
-		t.Run(tc.Name, func(t *testing.T) {
-			g := newGate(t)
-			reached := make(chan struct{})
-			f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				close(reached) // the handler reads no body: stream Open's window only fills
-				g.hold(r)
-			}))
-			c := h2raw.Connect(t, f.addr)
-			c.Request(h2conntest.Open, http.MethodPost, "/held", false)
-			recv(t, reached, "the request reaches the handler")
-			acks, pings := c.SettingsAcks, len(c.PingAcks)
-			c.Check(tc.Send(c.Framer, c.InitialWindow()))
-			switch tc.Answer {
-			case h2conntest.GoAway:
-				c.WantGoAway(tc.Code)
-			case h2conntest.Reset:
-				c.Until("stream Open's reset", func() bool { return c.Stream(h2conntest.Open).RST != nil })
-				c.WantReset(h2conntest.Open, tc.Code)
-				c.Alive()
-			case h2conntest.SettingsAck:
-				c.Until("the SETTINGS ack", func() bool { return c.SettingsAcks > acks })
-				c.Alive()
-			case h2conntest.PingAck:
-				c.Until("the PING ack", func() bool { return len(c.PingAcks) > pings })
-				if c.PingAcks[pings] != h2conntest.Ping {
-					t.Errorf("PING ack carries %q, want %q", c.PingAcks[pings], h2conntest.Ping)
-				}
+	h2conntest.Run(t, func(t *testing.T, tc h2conntest.Case) {
+		g := newGate(t)
+		reached := make(chan struct{})
+		f := startServer(t, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(reached) // the handler reads no body: stream Open's window only fills
+			g.hold(r)
+		}))
+		c := h2raw.Connect(t, f.addr)
+		c.Request(h2conntest.Open, http.MethodPost, "/held", false)
+		recv(t, reached, "the request reaches the handler")
+		acks, pings := c.SettingsAcks, len(c.PingAcks)
+		c.Check(tc.Send(c.Framer, c.InitialWindow()))
+		switch tc.Answer {
+		case h2conntest.GoAway:
+			c.WantGoAway(tc.Code)
+		case h2conntest.Reset:
+			c.Until("stream Open's reset", func() bool { return c.Stream(h2conntest.Open).RST != nil })
+			c.WantReset(h2conntest.Open, tc.Code)
+			c.Alive()
+		case h2conntest.SettingsAck:
+			c.Until("the SETTINGS ack", func() bool { return c.SettingsAcks > acks })
+			c.Alive()
+		case h2conntest.PingAck:
+			c.Until("the PING ack", func() bool { return len(c.PingAcks) > pings })
+			if c.PingAcks[pings] != h2conntest.Ping {
+				t.Errorf("PING ack carries %q, want %q", c.PingAcks[pings], h2conntest.Ping)
 			}
-		})
-	}
+		}
+	})
 }
