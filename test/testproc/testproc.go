@@ -81,17 +81,37 @@ func ephemeralLow() int {
 	return low
 }
 
-// Eventually polls cond every 10 ms until it holds, failing the test after d.
-func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
-	tb.Helper()
+// Poll calls cond every 10 ms until it holds or d has passed, and
+// reports whether it held. It fails no test, so it may run on any
+// goroutine: a handler, a helper that reports with Errorf.
+func Poll(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting until %s", d, what)
+			return false
 		}
 		<-tick.C
+	}
+	return true
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test after d.
+func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	if !Poll(d, cond) {
+		tb.Fatalf("timed out after %s waiting until %s", d, what)
+	}
+}
+
+// EventuallyState is Eventually for a cond that also describes the state
+// it saw, so that the failure says how far from holding it was.
+func EventuallyState(tb testing.TB, d time.Duration, what string, cond func() (held bool, state string)) {
+	tb.Helper()
+	var last string
+	if !Poll(d, func() (held bool) { held, last = cond(); return held }) {
+		tb.Fatalf("timed out after %s waiting until %s (last: %s)", d, what, last)
 	}
 }
 
