@@ -28,6 +28,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // sent records what the scheduler sends; block, when set, holds each send
@@ -63,17 +65,6 @@ func (r *sent) of(sink string) []uint64 {
 	return append([]uint64(nil), r.seqs[sink]...)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func source(sink string, period time.Duration) Source {
 	return Source{Namespace: "ns", Name: "hb", Sink: &url.URL{Scheme: "http", Host: sink}, Period: period}
 }
@@ -96,10 +87,10 @@ func TestSchedulerCarriesTheSequenceOverAnUpdate(t *testing.T) {
 	s, logs, counts := newTestScheduler(t, 10, r)
 	defer s.drain(time.Second)
 	s.set(source("old", 2*time.Millisecond))
-	waitFor(t, "three heartbeats to the old sink", func() bool { return len(r.of("http://old")) >= 3 })
+	testproc.Eventually(t, 10*time.Second, "three heartbeats to the old sink", func() bool { return len(r.of("http://old")) >= 3 })
 	s.set(source("old", 2*time.Millisecond)) // unchanged: the same run goes on
 	s.set(source("new", 2*time.Millisecond))
-	waitFor(t, "a heartbeat to the new sink", func() bool { return len(r.of("http://new")) >= 1 })
+	testproc.Eventually(t, 10*time.Second, "a heartbeat to the new sink", func() bool { return len(r.of("http://new")) >= 1 })
 	s.remove("ns/hb")
 	s.inflight.Wait() // a send started before remove records itself first
 	if got := fmt.Sprint(*counts); got != "[1 1 0]" {
@@ -133,7 +124,7 @@ func TestSchedulerSkipsTicksWhenEverySlotIsTaken(t *testing.T) {
 	r := &sent{seqs: map[string][]uint64{}, block: make(chan struct{}), ended: make(chan error, 100)}
 	s, logs, _ := newTestScheduler(t, 1, r)
 	s.set(source("slow", 2*time.Millisecond))
-	waitFor(t, "a skipped tick logged", func() bool {
+	testproc.Eventually(t, 10*time.Second, "a skipped tick logged", func() bool {
 		return logs.FilterMessageSnippet("every send slot is taken").Len() > 0
 	})
 	if n := len(r.of("http://slow")); n != 1 {
@@ -144,7 +135,7 @@ func TestSchedulerSkipsTicksWhenEverySlotIsTaken(t *testing.T) {
 		t.Errorf("skip logged with %v", e.ContextMap())
 	}
 	close(r.block)
-	waitFor(t, "sends resume once the slot is free", func() bool { return len(r.of("http://slow")) >= 3 })
+	testproc.Eventually(t, 10*time.Second, "sends resume once the slot is free", func() bool { return len(r.of("http://slow")) >= 3 })
 	s.drain(time.Second)
 }
 
@@ -153,7 +144,7 @@ func TestSchedulerDrain(t *testing.T) {
 		r := &sent{seqs: map[string][]uint64{}, block: make(chan struct{}), ended: make(chan error, 10)}
 		s, logs, _ := newTestScheduler(t, 10, r)
 		s.set(source("sink", 2*time.Millisecond))
-		waitFor(t, "a send running", func() bool { return len(r.of("http://sink")) >= 1 })
+		testproc.Eventually(t, 10*time.Second, "a send running", func() bool { return len(r.of("http://sink")) >= 1 })
 		done := make(chan struct{})
 		go func() { s.drain(time.Minute); close(done) }()
 		select {
@@ -178,7 +169,7 @@ func TestSchedulerDrain(t *testing.T) {
 		r := &sent{seqs: map[string][]uint64{}, block: make(chan struct{}), ended: make(chan error, 10)}
 		s, logs, _ := newTestScheduler(t, 10, r)
 		s.set(source("sink", 2*time.Millisecond))
-		waitFor(t, "a send running", func() bool { return len(r.of("http://sink")) >= 1 })
+		testproc.Eventually(t, 10*time.Second, "a send running", func() bool { return len(r.of("http://sink")) >= 1 })
 		s.drain(10 * time.Millisecond)
 		if err := <-r.ended; !errors.Is(err, context.Canceled) {
 			t.Errorf("the send ended with %v, want it cancelled", err)

@@ -62,12 +62,6 @@ func (r *recorder) all() []string {
 	return append([]string(nil), r.got...)
 }
 
-// waitFor polls cond until it holds or fails the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testproc.Eventually(t, 10*time.Second, what, cond)
-}
-
 func cm(data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ForwardingConfigName, Namespace: "knative-eventing"}, Data: data}
 }
@@ -120,7 +114,7 @@ func TestWatchForwarding(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s.errLog != "" {
-				waitFor(t, "the error is logged", func() bool {
+				testproc.Eventually(t, 10*time.Second, "the error is logged", func() bool {
 					for _, e := range logs.FilterLevelExact(zap.ErrorLevel).All() {
 						if err, ok := e.ContextMap()["error"].(string); ok && strings.Contains(err, s.errLog) {
 							return true
@@ -129,7 +123,7 @@ func TestWatchForwarding(t *testing.T) {
 					return false
 				})
 			} else {
-				waitFor(t, "the configuration is applied", func() bool { return len(rec.all()) == s.applied })
+				testproc.Eventually(t, 10*time.Second, "the configuration is applied", func() bool { return len(rec.all()) == s.applied })
 			}
 			got := rec.all()
 			if len(got) != s.applied || got[len(got)-1] != s.want {

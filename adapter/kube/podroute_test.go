@@ -37,6 +37,7 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"knative.dev/event-forwarding-proxy/adapter"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 const (
@@ -142,7 +143,7 @@ func TestPodRouteLatestWins(t *testing.T) {
 	f.pr.Publish(change(5, adapter.RouteDirect)) // late, from a racing switch
 	close(release)
 
-	waitFor(t, "two Events", func() bool { return len(f.events(t)) >= 2 })
+	testproc.Eventually(t, 10*time.Second, "two Events", func() bool { return len(f.events(t)) >= 2 })
 	type summary struct{ Type, Reason, UID, Message, Source string }
 	var got []summary
 	for _, e := range f.events(t) {
@@ -174,7 +175,7 @@ func TestPodRouteRetriesAFailedRead(t *testing.T) {
 		return nil
 	})
 	f.pr.Publish(change(0, adapter.RouteProxy))
-	waitFor(t, "one Event", func() bool { return len(f.events(t)) == 1 })
+	testproc.Eventually(t, 10*time.Second, "one Event", func() bool { return len(f.events(t)) == 1 })
 	if e := f.events(t)[0]; e.Reason != ReasonForwardingThroughProxy || e.InvolvedObject.UID != "uid-1" {
 		t.Errorf("Event %s about UID %q, want %s about the Pod's uid-1", e.Reason, e.InvolvedObject.UID, ReasonForwardingThroughProxy)
 	}
@@ -189,7 +190,7 @@ func TestPodRouteRetriesAFailedRead(t *testing.T) {
 	}
 
 	f.pr.Publish(change(1, adapter.RouteDirect))
-	waitFor(t, "the second Event", func() bool { return len(f.events(t)) == 2 })
+	testproc.Eventually(t, 10*time.Second, "the second Event", func() bool { return len(f.events(t)) == 2 })
 	if n := f.reads.Load(); n != 4 {
 		t.Errorf("%d reads, want no more once the Pod is known", n)
 	}
@@ -202,12 +203,12 @@ func TestPodRouteForbidden(t *testing.T) {
 		return apierrors.NewForbidden(corev1.Resource("pods"), podName, nil)
 	})
 	f.pr.Publish(change(0, adapter.RouteProxy))
-	waitFor(t, "the Event", func() bool { return len(f.events(t)) == 1 })
+	testproc.Eventually(t, 10*time.Second, "the Event", func() bool { return len(f.events(t)) == 1 })
 	if e := f.events(t)[0]; e.Reason != ReasonForwardingThroughProxy || e.InvolvedObject.Name != podName || e.InvolvedObject.UID != "" {
 		t.Errorf("Event %s about %s (UID %q), want %s about %s", e.Reason, e.InvolvedObject.Name, e.InvolvedObject.UID, ReasonForwardingThroughProxy, podName)
 	}
 	f.pr.Publish(change(1, adapter.RouteDirect))
-	waitFor(t, "the second Event", func() bool { return len(f.events(t)) == 2 })
+	testproc.Eventually(t, 10*time.Second, "the second Event", func() bool { return len(f.events(t)) == 2 })
 	if n := f.logged(zapcore.WarnLevel, "Cannot read the adapter's Pod"); n != 1 {
 		t.Errorf("%d warnings, want 1", n)
 	}

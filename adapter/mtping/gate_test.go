@@ -123,7 +123,7 @@ func TestRunWaitsForUpstreamsLease(t *testing.T) {
 	defer func() { stop(); <-done }()
 
 	// Two ticks of each source come due while upstream holds the gate.
-	waitFor(t, "every source scheduled", func() bool { return scheduled(a) == 2 })
+	testproc.Eventually(t, 10*time.Second, "every source scheduled", func() bool { return scheduled(a) == 2 })
 	waitTicks(t, a, 2)
 	if n := s.sent(); n != 0 {
 		t.Fatalf("sent %d while upstream's adapter holds its Lease, want 0", n)
@@ -139,8 +139,8 @@ func TestRunWaitsForUpstreamsLease(t *testing.T) {
 	if _, err := kc.CoordinationV1().Leases("system").Update(t.Context(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both sources fire", func() bool { return s.sent() >= 2 })
-	waitFor(t, "the replica holds upstream's Lease", func() bool {
+	testproc.Eventually(t, 10*time.Second, "both sources fire", func() bool { return s.sent() >= 2 })
+	testproc.Eventually(t, 10*time.Second, "the replica holds upstream's Lease", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return a.gateHolders[gateName] == ownIdentity("me")

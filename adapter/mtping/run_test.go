@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- a.Run(ctx) }()
 
-			waitFor(t, "both sources fire", func() bool { return s.sent() >= 4 && a.Ready() })
+			testproc.Eventually(t, 10*time.Second, "both sources fire", func() bool { return s.sent() >= 4 && a.Ready() })
 			if n := s.lastCount(); n != 2 {
 				t.Errorf("told %d sources, want 2", n)
 			}
@@ -72,7 +72,7 @@ func TestRun(t *testing.T) {
 			if err := ec.SourcesV1().PingSources("other").Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the deletion is seen", func() bool { return s.lastCount() == 1 })
+			testproc.Eventually(t, 10*time.Second, "the deletion is seen", func() bool { return s.lastCount() == 1 })
 
 			stop()
 			select {
@@ -145,10 +145,4 @@ func checkReleaseOrder(t *testing.T, kc *kubefake.Clientset) {
 	if member < 0 || firstBucket < 0 || member > firstBucket {
 		t.Errorf("member slot released at action %d, the first bucket Lease at %d: want the slot first", member, firstBucket)
 	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testproc.Eventually(t, 10*time.Second, what, cond)
 }

@@ -138,18 +138,3 @@ func (tl *tally) want(t testing.TB, what string, total int) {
 		t.Errorf("of %d connections: %s; want every one %s", total, tl, what)
 	}
 }
-
-// waitFor polls cond every 10 ms for at most d and reports whether it
-// came to hold.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}

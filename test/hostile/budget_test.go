@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // The attacks on the memory budget (FORWARD_MEMORY_BUDGET_BYTES): calls
@@ -167,7 +169,7 @@ func largeHeaders(t testing.TB, a *arena) {
 		})
 	}
 	// Every call is either held by the sink or answered.
-	settled := waitFor(closeWait, func() bool { return answered.Load()+a.sink.attack.Load() >= headerCalls })
+	settled := testproc.Poll(closeWait, func() bool { return answered.Load()+a.sink.attack.Load() >= headerCalls })
 	held := a.sink.attack.Load()
 	mu.Lock()
 	refused := answers.n[refusedByBudget]

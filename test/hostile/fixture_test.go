@@ -349,7 +349,7 @@ func runAttack(t *testing.T, at attack, f *figures) {
 	}
 
 	var now runtimeSample
-	if !waitFor(recoverWithin, func() bool {
+	if !testproc.Poll(recoverWithin, func() bool {
 		now, err = sampleRuntime(p.MetricsURL)
 		return err == nil && now.goroutines <= base.goroutines+goroutineSlack
 	}) {
@@ -358,7 +358,7 @@ func runAttack(t *testing.T, at attack, f *figures) {
 	}
 	// The legitimate caller goes on a moment after the attack.
 	after := l.answered()
-	if !waitFor(10*time.Second, func() bool { return l.answered() >= after+3 }) {
+	if !testproc.Poll(10*time.Second, func() bool { return l.answered() >= after+3 }) {
 		t.Errorf("timed out after 10s waiting until the legitimate caller is answered after the attack (%d calls answered after it)",
 			l.answered()-after)
 	}

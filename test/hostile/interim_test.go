@@ -34,6 +34,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // The interim-answer flood: a destination of the test's own that answers
@@ -334,7 +336,7 @@ func interimFlood(t testing.TB, a *arena) {
 		}
 		return true
 	}
-	waitFor(interimCloseWait, closedAll)
+	testproc.Poll(interimCloseWait, closedAll)
 	d.close()
 
 	var ends tally

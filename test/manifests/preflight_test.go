@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"knative.dev/event-forwarding-proxy/test/apiserver"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 var (
@@ -142,7 +143,7 @@ func TestPreflight(t *testing.T) {
 
 	t.Run("Eventing managed by the Knative Operator", func(t *testing.T) {
 		createYAML(ctx, t, dyn, crdGVR, "", knativeEventingCRD)
-		eventually(t, time.Minute, "the KnativeEventing kind served", func() bool {
+		testproc.Eventually(t, time.Minute, "the KnativeEventing kind served", func() bool {
 			_, err := dyn.Resource(knativeEventingGVR).Namespace("knative-eventing").List(ctx, metav1.ListOptions{})
 			return err == nil
 		})
@@ -338,7 +339,7 @@ func (k *stockKnative) setCustomMetricsAPI(ctx context.Context, t *testing.T, av
 	if available {
 		want = "True"
 	}
-	eventually(t, time.Minute, "the custom metrics API Available "+want, func() bool {
+	testproc.Eventually(t, time.Minute, "the custom metrics API Available "+want, func() bool {
 		u, err := api.Get(ctx, "v1beta1.custom.metrics.k8s.io", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -436,19 +437,8 @@ func grantRead(ctx context.Context, t *testing.T, kube kubernetes.Interface, use
 		t.Fatal(err)
 	}
 	may := access{user: user, res: res("get", "apps", "deployments", "", "knative-eventing")}
-	eventually(t, rbacSyncBound, user+" may read", func() bool {
+	testproc.Eventually(t, rbacSyncBound, user+" may read", func() bool {
 		got, err := review(ctx, kube, may)
 		return err == nil && got.Allowed
 	})
-}
-
-// eventually polls cond until it holds, and fails t if it does not
-// within bound.
-func eventually(t *testing.T, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(bound); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bound)
-		}
-	}
 }

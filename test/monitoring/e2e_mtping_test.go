@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // alertExpr returns the expression of the named alert of rules.yaml.
@@ -123,7 +125,7 @@ func TestPrometheusSeesTheAdapter(t *testing.T) {
 		// The expression, then the alert Prometheus evaluates from it,
 		// name the reason.
 		for _, expr := range []string{alertExpr(t, "KnForwardAdapterFallingBack"), `ALERTS{alertname="KnForwardAdapterFallingBack", alertstate="pending"}`} {
-			eventually(t, wait, expr+" names the reason", func() (bool, string) {
+			testproc.EventuallyState(t, wait, expr+" names the reason", func() (bool, string) {
 				res, err := prom.query(expr)
 				if err != nil {
 					t.Fatal(err)
@@ -141,7 +143,7 @@ func TestPrometheusSeesTheAdapter(t *testing.T) {
 	vars := map[string]string{"namespace": targetNamespace, "pod": ".*", "adapter_namespace": mtpingNamespace, "adapter_pod": ".*"}
 	for _, q := range adapterRowQueries(t, vars) {
 		t.Run("dashboard/"+q.where, func(t *testing.T) {
-			eventually(t, wait, "the query returns data", func() (bool, string) {
+			testproc.EventuallyState(t, wait, "the query returns data", func() (bool, string) {
 				res, err := prom.query(q.expr)
 				if err != nil {
 					t.Fatal(err)

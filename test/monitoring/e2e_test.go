@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestPrometheusSeesHeldCalls runs the proxy binary and a real Prometheus
@@ -55,7 +57,7 @@ func TestPrometheusSeesHeldCalls(t *testing.T) {
 		}
 	}
 	const held = syncCalls + asyncCalls
-	eventually(t, wait, "the sink holds every call", func() (bool, string) {
+	testproc.EventuallyState(t, wait, "the sink holds every call", func() (bool, string) {
 		return dest.count() == held, fmt.Sprintf("%d calls", dest.count())
 	})
 

@@ -174,7 +174,7 @@ func startMtping(t *testing.T, k *kube) *mtpingProc {
 			t.Error("the adapter process hit a data race")
 		}
 	})
-	eventually(t, 60*time.Second, "the adapter is ready", func() (bool, string) {
+	testproc.EventuallyState(t, 60*time.Second, "the adapter is ready", func() (bool, string) {
 		if done, how := p.exited(); done {
 			t.Fatalf("adapter %s at start:\n%s", how, p.logs.String())
 		}
@@ -213,12 +213,12 @@ func exerciseMtping(t *testing.T, p *proxyProc) map[string]*dto.MetricFamily {
 	k.createPingSource(t, sink.URL)
 	a := startMtping(t, k)
 	var fams map[string]*dto.MetricFamily
-	eventually(t, 30*time.Second, "the adapter sends through the proxy", func() (bool, string) {
+	testproc.EventuallyState(t, 30*time.Second, "the adapter sends through the proxy", func() (bool, string) {
 		fams = a.scrape(t)
 		return sends(fams, "proxy") > 0, fmt.Sprintf("%v sends through the proxy, sink got %d calls", sends(fams, "proxy"), sink.count())
 	})
 	k.forwardTo(t, "http://127.0.0.1:"+strconv.Itoa(freePort(t)))
-	eventually(t, 30*time.Second, "the adapter falls back to direct", func() (bool, string) {
+	testproc.EventuallyState(t, 30*time.Second, "the adapter falls back to direct", func() (bool, string) {
 		fams = a.scrape(t)
 		fallbacks := testproc.Value(fams, "kn_forward_sender_fallbacks_total", nil)
 		return fallbacks > 0 && sends(fams, "direct") > 0, fmt.Sprintf("%v fallbacks, %v direct sends", fallbacks, sends(fams, "direct"))

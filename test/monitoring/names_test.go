@@ -28,6 +28,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // externalMetrics are the only series the kit reads that neither the proxy
@@ -214,7 +216,7 @@ func exercise(t *testing.T, p *proxyProc) map[string]*dto.MetricFamily {
 		t.Fatalf("call to a denied destination: status %d, want 403", code)
 	}
 	var fams map[string]*dto.MetricFamily
-	eventually(t, 30*time.Second, "the async call is delivered on its retry", func() (bool, string) {
+	testproc.EventuallyState(t, 30*time.Second, "the async call is delivered on its retry", func() (bool, string) {
 		fams = p.scrape(t)
 		n := counterValue(fams, "kn_forward_async_deliveries_total", "outcome", "delivered")
 		return n == 1, fmt.Sprintf("%v delivered, sink got %d calls", n, flaky.count())

@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 )
 
 // binDir holds the binaries, each built on first use by binary.
@@ -91,23 +90,6 @@ func requireTool(t *testing.T, name string) string {
 		t.Fatalf("%s is not on PATH: run `make test` (or `make prometheus-tools`), which installs Debian's prometheus package (prometheus and promtool)", name)
 	}
 	return path
-}
-
-// eventually polls cond until it holds, failing the test after d with
-// what cond last reported.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s (last: %s)", d, what, last)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a wait for a condition
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's two output streams.

@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // promProc is a Prometheus server on loopback.
@@ -89,7 +91,7 @@ scrape_configs:
 		"--log.level=warn",
 	)
 	p := &promProc{process: start(t, "prometheus", cmd), URL: "http://" + addr}
-	eventually(t, 60*time.Second, "Prometheus is ready", func() (bool, string) {
+	testproc.EventuallyState(t, 60*time.Second, "Prometheus is ready", func() (bool, string) {
 		if done, how := p.exited(); done {
 			t.Fatalf("prometheus %s at start:\n%s", how, p.logs.String())
 		}
@@ -158,7 +160,7 @@ func (p *promProc) query(expr string) ([]sample, error) {
 func (p *promProc) awaitValue(t *testing.T, d time.Duration, expr string, want float64) sample {
 	t.Helper()
 	var got sample
-	eventually(t, d, fmt.Sprintf("%s = %v", expr, want), func() (bool, string) {
+	testproc.EventuallyState(t, d, fmt.Sprintf("%s = %v", expr, want), func() (bool, string) {
 		res, err := p.query(expr)
 		if err != nil {
 			t.Fatal(err)

@@ -68,7 +68,7 @@ func startProxy(t *testing.T, env ...string) *proxyProc {
 			t.Error("the proxy process hit a data race")
 		}
 	})
-	eventually(t, 30*time.Second, "the proxy answers /healthz", func() (bool, string) {
+	testproc.EventuallyState(t, 30*time.Second, "the proxy answers /healthz", func() (bool, string) {
 		if done, how := p.exited(); done {
 			t.Fatalf("proxy %s at start:\n%s", how, p.logs.String())
 		}

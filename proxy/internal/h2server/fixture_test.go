@@ -177,27 +177,12 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	testproc.Eventually(t, wait, what, cond)
 }
 
-// waitFor polls cond until it holds or wait passes; it reports whether it
-// held. Unlike eventually it may run on any goroutine.
-func waitFor(cond func() bool) bool {
-	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
-}
-
 // waitNoServerGoroutines waits until no goroutine runs code of the
 // package: every connection and every handler has ended.
 func waitNoServerGoroutines(t testing.TB) {
 	t.Helper()
 	var left []string
-	if !waitFor(func() bool {
+	if !testproc.Poll(wait, func() bool {
 		left = left[:0]
 		for _, g := range stacks() {
 			if strings.Contains(g, serverFrames) {
@@ -214,7 +199,7 @@ func waitNoServerGoroutines(t testing.TB) {
 // goroutine is blocked (or running) there. It may run on any goroutine: it
 // reports a timeout with t.Errorf.
 func blockedIn(t testing.TB, frame string) {
-	if !waitFor(func() bool { return goroutinesIn(frame) > 0 }) {
+	if !testproc.Poll(wait, func() bool { return goroutinesIn(frame) > 0 }) {
 		t.Errorf("gave up waiting (%v) for a goroutine in %s", wait, frame)
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // echo answers with the request's method, path, query, a header and its
@@ -373,7 +375,7 @@ func TestExpectContinueFullDuplex(t *testing.T) {
 		}()
 		// The reader's first Read sent the 100; it then waits for the body
 		// or has it all already.
-		waitFor(func() bool { return len(got) > 0 || goroutinesIn("h2server.(*requestBody).Read") > 0 })
+		testproc.Poll(wait, func() bool { return len(got) > 0 || goroutinesIn("h2server.(*requestBody).Read") > 0 })
 		w.Header().Set("X-Early", "yes")
 		w.WriteHeader(http.StatusOK)
 		_ = http.NewResponseController(w).Flush()
