@@ -31,6 +31,7 @@ import (
 
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/delivery"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // baseEnv is the environment every in-process proxy of these tests starts
@@ -125,12 +126,13 @@ func h1Client(t testing.TB) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// h2cClient speaks HTTP/2 with prior knowledge over plain TCP.
+// h2cClient speaks HTTP/2 with prior knowledge over plain TCP and, as
+// h1Client, asks for no compression: what a test sends of Accept-Encoding
+// is all the proxy sees.
 func h2cClient(t testing.TB) *http.Client {
-	tr := &http.Transport{Proxy: nil, DisableCompression: true, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr}
+	c := testproc.H2CClient(t, 0)
+	c.Transport.(*http.Transport).DisableCompression = true
+	return c
 }
 
 // do sends req and returns the response with its whole body, failing the

@@ -30,6 +30,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/google/go-cmp/cmp"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 func newEvent(t *testing.T, id string) cloudevents.Event {
@@ -44,13 +46,6 @@ func newEvent(t *testing.T, id string) cloudevents.Event {
 		t.Fatal(err)
 	}
 	return ev
-}
-
-// h2cClient speaks HTTP/2 with prior knowledge to plain-http servers.
-func h2cClient() *http.Client {
-	tr := &http.Transport{Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: tr}
 }
 
 // ceHeaders keeps the CloudEvents and content headers of h, the part of a
@@ -85,7 +80,7 @@ func TestForwardCloudEventsByteForByte(t *testing.T) {
 			proxied := newSink(t, true, nil)
 			client := http.DefaultClient
 			if tc.h2c {
-				client = h2cClient()
+				client = testproc.H2CClient(t, 0)
 			}
 			send := func(c cloudevents.Client, ctxMode string, ev cloudevents.Event) {
 				ctx := ctxFor(t, 10*time.Second)
@@ -207,7 +202,7 @@ func TestReplyEventComesBack(t *testing.T) {
 // FORWARD_H2C_HOSTS names gets h2c, one that speaks h2c but is not named
 // gets HTTP/1.1.
 func TestH2CCallerReachesHTTP1Sink(t *testing.T) {
-	client := h2cClient()
+	client := testproc.H2CClient(t, 0)
 	for _, tc := range []struct {
 		name      string
 		sinkH2C   bool

@@ -69,15 +69,6 @@ var (
 	}
 )
 
-// h2cClient is an attacker's client: h2c with prior knowledge, its own
-// connections, closed when the attack ends or by close.
-func h2cClient(t testing.TB, timeout time.Duration) (client *http.Client, close func()) {
-	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: timeout}, tr.CloseIdleConnections
-}
-
 // answerOf is how an answer reads in the tally: a 503 overloaded with
 // Retry-After is the refusal the budget makes.
 func answerOf(resp *http.Response, err error) string {
@@ -107,8 +98,8 @@ func asyncBodies(t testing.TB, a *arena) {
 	body := bytes.Repeat([]byte("e"), asyncBody)
 	var answers tally
 	var errs []string
-	client, closeConns := h2cClient(t, 60*time.Second)
-	defer closeConns()
+	client := testproc.H2CClient(t, 60*time.Second)
+	defer client.CloseIdleConnections()
 	for range asyncEvents {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, a.proc.URL, bytes.NewReader(body))
 		if err != nil {
@@ -139,7 +130,7 @@ func asyncBodies(t testing.TB, a *arena) {
 // 503 overloaded with Retry-After at once. Once the sink lets the held
 // ones go, they are answered.
 func largeHeaders(t testing.TB, a *arena) {
-	client, _ := h2cClient(t, 60*time.Second)
+	client := testproc.H2CClient(t, 60*time.Second)
 	big := strings.Repeat("h", headerValue)
 	var (
 		wg       sync.WaitGroup

@@ -120,10 +120,7 @@ type legit struct {
 
 func startLegit(t *testing.T, proxyURL, dest string) *legit {
 	t.Helper()
-	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections)
-	l := &legit{t: t, client: &http.Client{Transport: tr}, url: proxyURL, dest: dest, quit: make(chan struct{}), done: make(chan struct{})}
+	l := &legit{t: t, client: testproc.H2CClient(t, 0), url: proxyURL, dest: dest, quit: make(chan struct{}), done: make(chan struct{})}
 	// The first call opens the connection; it must work before the
 	// attack starts.
 	if err := l.call(t.Context()); err != nil {

@@ -297,10 +297,8 @@ flood:
 // interim answers; the next call gets a fresh connection.
 func interimFlood(t testing.TB, a *arena) {
 	d := newFloodDest(t)
-	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	client := testproc.H2CClient(t, 20*time.Second)
+	defer client.CloseIdleConnections()
 	var answers tally
 	got502 := 0
 	for range interimCalls {

@@ -35,6 +35,7 @@ import (
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/proxy"
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestQuietPeriod: from SIGTERM on, through the quiet period, readiness
@@ -144,7 +145,7 @@ func TestShutdownLeavesNothing(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(proxy.NewFramingListener(ln, cfg.MaxHeaderBytes)) }()
 	url := "http://" + ln.Addr().String()
-	clients := []*http.Client{{Transport: &http.Transport{}}, h2cClient()}
+	clients := []*http.Client{{Transport: &http.Transport{}}, testproc.H2CClient(t, 0)}
 	for _, c := range clients {
 		for _, dest := range []string{h1.URL, h2.URL} {
 			for _, prefer := range []string{"", "respond-async"} {
@@ -180,11 +181,4 @@ func TestShutdownLeavesNothing(t *testing.T) {
 // mapEnv is a lookup backed by m.
 func mapEnv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
-
-// h2cClient speaks HTTP/2 with prior knowledge.
-func h2cClient() *http.Client {
-	tr := &http.Transport{Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: tr}
 }

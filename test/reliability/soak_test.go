@@ -41,6 +41,7 @@ import (
 	"knative.dev/event-forwarding-proxy/internal/telemetry"
 	"knative.dev/event-forwarding-proxy/proxy"
 	"knative.dev/event-forwarding-proxy/proxy/proxytest"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // soakEvents is how many events the soak sends.
@@ -210,7 +211,7 @@ func TestAccountingSoak(t *testing.T) {
 	defer goleak.VerifyNone(t, append(proxytest.IgnoreToxiproxy(), goleak.IgnoreCurrent())...)
 	sp := newSoakProxy(t)
 	h1 := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	h2 := h2cClient()
+	h2 := testproc.H2CClient(t, 0)
 
 	rng := rand.New(rand.NewPCG(9, 9))
 	mix := soakKinds()

@@ -87,7 +87,7 @@ func heldStackPerCall(t *testing.T, protocol string) int64 {
 	s, sinkURL := serveSink(t)
 	p := testproc.StartProxy(t, proxyBin, testproc.FreePort(t), testproc.FreePort(t),
 		"GODEBUG="+config.ProxyGODEBUG, "FORWARD_DESTINATION_PROTOCOL="+protocol, "FORWARD_LOG_LEVEL=warn")
-	client := h2cClient(t)
+	client := testproc.H2CClient(t, 5*time.Minute)
 	before := stackInuse(t, p.MetricsURL)
 
 	// Not the test's context, which ends before the clean-up releases the
@@ -155,13 +155,6 @@ func serveSink(t *testing.T) (*sink.Sink, string) {
 		}
 	})
 	return s, "http://" + ln.Addr().String()
-}
-
-func h2cClient(t *testing.T) *http.Client {
-	tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 }
 
 // stackInuse reads go_memstats_stack_inuse_bytes from a metrics page.

@@ -73,12 +73,11 @@ func TestServe(t *testing.T) {
 			metrics := "http://127.0.0.1:" + strconv.Itoa(mport)
 			testproc.Eventually(t, 10*time.Second, "the metrics endpoint answers", func() bool { return answersOK(metrics + "/metrics") })
 
-			tr := &http.Transport{Proxy: nil, Protocols: new(http.Protocols)}
-			tr.Protocols.SetUnencryptedHTTP2(true)
-			defer tr.CloseIdleConnections()
+			client := testproc.H2CClient(t, 10*time.Second)
+			defer client.CloseIdleConnections()
 			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+strconv.Itoa(port)+"/", strings.NewReader("{}"))
 			req.Header.Set("Kn-Forward-To", dest.URL+"/")
-			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatalf("forwarding through the in-process proxy: %v", err)
 			}
