@@ -26,28 +26,29 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestAsyncHandOff: the caller gets 202 while the destination still holds
 // the call, and the event then arrives whole.
 func TestAsyncHandOff(t *testing.T) {
 	p := startProxy(t)
-	b := newBlocker(t)
-	dest := newSink(t, false, b.hold)
+	dest := newHeldSink(t)
 	resp := p.post(t, `{"n":1}`, "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Content-Type", "application/json", "Ce-Id", "a1")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d, want 202", resp.StatusCode)
 	}
-	eventually(t, 10*time.Second, "the event reaches the destination", func() bool { return dest.count() == 1 })
-	got := dest.requests()[0]
+	eventually(t, 10*time.Second, "the event reaches the destination", func() bool { return dest.Count() == 1 })
+	got := dest.Requests()[0]
 	if string(got.Body) != `{"n":1}` || got.Header.Get("Ce-Id") != "a1" || got.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("destination got body %q, headers %v", got.Body, got.Header)
 	}
 	if got.Header.Get("Prefer") != "" {
 		t.Errorf("Prefer %q reached the destination; respond-async was meant for the proxy", got.Header.Get("Prefer"))
 	}
-	b.release()
+	dest.Release()
 }
 
 // TestAsyncRetries: the proxy owns the retries of async calls and honours
@@ -55,16 +56,16 @@ func TestAsyncHandOff(t *testing.T) {
 func TestAsyncRetries(t *testing.T) {
 	p := startProxy(t)
 	t.Run("retry after 503 honouring Retry-After", func(t *testing.T) {
-		dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) {
+		dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, n int) {
 			if n == 1 {
 				w.Header().Set("Retry-After", "1")
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
-		})
+		}})
 		resp := p.post(t, "payload", "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Kn-Forward-Backoff-Delay", "PT0.01S")
 		resp.Body.Close()
-		eventually(t, 10*time.Second, "the second attempt", func() bool { return dest.count() == 2 })
-		reqs := dest.requests()
+		eventually(t, 10*time.Second, "the second attempt", func() bool { return dest.Count() == 2 })
+		reqs := dest.Requests()
 		if gap := reqs[1].At.Sub(reqs[0].At); gap < 900*time.Millisecond {
 			t.Errorf("retried after %s although the destination asked for Retry-After: 1", gap)
 		}
@@ -73,38 +74,38 @@ func TestAsyncRetries(t *testing.T) {
 		}
 	})
 	t.Run("gives up after Kn-Forward-Retry and logs the loss", func(t *testing.T) {
-		dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusInternalServerError) })
+		dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusInternalServerError) }})
 		resp := p.post(t, "payload", "Kn-Forward-To", dest.URL, "Prefer", "respond-async",
 			"Kn-Forward-Retry", "2", "Kn-Forward-Backoff-Delay", "PT0.01S", "Ce-Id", "lost-1", "Ce-Source", "/src")
 		resp.Body.Close()
 		eventually(t, 10*time.Second, "the final failure is logged", func() bool {
 			return strings.Contains(p.Logs.String(), `"ceId":"lost-1"`) && strings.Contains(p.Logs.String(), "Async delivery failed")
 		})
-		if n := dest.count(); n != 3 {
+		if n := dest.Count(); n != 3 {
 			t.Errorf("%d attempts, want 1 + 2 retries", n)
 		}
 	})
 	t.Run("a 400 is final", func(t *testing.T) {
-		dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusBadRequest) })
+		dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusBadRequest) }})
 		resp := p.post(t, "payload", "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Kn-Forward-Backoff-Delay", "PT0.01S", "Ce-Id", "bad-1")
 		resp.Body.Close()
 		eventually(t, 10*time.Second, "the failure is logged", func() bool { return strings.Contains(p.Logs.String(), `"ceId":"bad-1"`) })
-		if n := dest.count(); n != 1 {
+		if n := dest.Count(); n != 1 {
 			t.Errorf("%d attempts, want 1", n)
 		}
 	})
 	t.Run("sync calls are never retried", func(t *testing.T) {
-		dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) {
+		dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, n int) {
 			w.Header().Set("Retry-After", "7")
 			w.WriteHeader(http.StatusServiceUnavailable)
-		})
+		}})
 		resp := p.post(t, "payload", "Kn-Forward-To", dest.URL)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "7" || resp.Header.Get("Kn-Forward-Error") != "" {
 			t.Errorf("got %d Retry-After %q Kn-Forward-Error %q; want the destination's own 503 unchanged",
 				resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Kn-Forward-Error"))
 		}
-		if n := dest.count(); n != 1 {
+		if n := dest.Count(); n != 1 {
 			t.Errorf("%d attempts, want 1", n)
 		}
 	})
@@ -114,14 +115,13 @@ func TestAsyncRetries(t *testing.T) {
 // 503 draining and readiness fails; then the process exits 0.
 func TestDrain(t *testing.T) {
 	p := startProxy(t)
-	b := newBlocker(t)
-	dest := newSink(t, false, b.hold)
-	asyncDest := newSink(t, false, b.hold)
+	dest := newHeldSink(t)
+	asyncDest := newHeldSink(t)
 	held := make(chan *http.Response, 1)
 	go func() { held <- p.post(t, "sync", "Kn-Forward-To", dest.URL) }()
 	resp := p.post(t, "async", "Kn-Forward-To", asyncDest.URL, "Prefer", "respond-async")
 	resp.Body.Close()
-	eventually(t, 10*time.Second, "both calls are held", func() bool { return dest.count() == 1 && asyncDest.count() == 1 })
+	eventually(t, 10*time.Second, "both calls are held", func() bool { return dest.Count() == 1 && asyncDest.Count() == 1 })
 
 	p.Signal(syscall.SIGTERM)
 	eventually(t, 10*time.Second, "readiness fails", func() bool {
@@ -132,9 +132,9 @@ func TestDrain(t *testing.T) {
 		r.Body.Close()
 		return r.StatusCode == http.StatusServiceUnavailable
 	})
-	other := newSink(t, false, nil)
+	other := testproc.NewSink(t, nil)
 	checkAnswer(t, readAnswer(t, p.post(t, "new", "Kn-Forward-To", other.URL)), 503, "draining")
-	if other.count() != 0 {
+	if other.Count() != 0 {
 		t.Error("a call made while draining reached its destination")
 	}
 	select {
@@ -143,7 +143,8 @@ func TestDrain(t *testing.T) {
 	default:
 	}
 
-	b.release()
+	dest.Release()
+	asyncDest.Release()
 	r := <-held
 	body, _ := io.ReadAll(r.Body)
 	r.Body.Close()
@@ -163,13 +164,13 @@ func TestDrain(t *testing.T) {
 func TestDrainDeadlineLogsAbandonedEvents(t *testing.T) {
 	p := startProxy(t, "FORWARD_DRAIN_TIMEOUT=300ms")
 	cancelled := make(chan struct{})
-	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) {
+	dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, _ int) {
 		<-r.Context().Done()
 		close(cancelled)
-	})
+	}})
 	resp := p.post(t, "async", "Kn-Forward-To", dest.URL, "Prefer", "respond-async", "Ce-Id", "stuck-1")
 	resp.Body.Close()
-	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
+	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.Count() == 1 })
 	p.Signal(syscall.SIGTERM)
 	if err := p.Wait(30 * time.Second); err != nil {
 		t.Errorf("the proxy exited with %v, want 0", err)
@@ -189,12 +190,12 @@ func TestDrainDeadlineLogsAbandonedEvents(t *testing.T) {
 func TestCallerGoneCancelsDestinationCall(t *testing.T) {
 	p := startProxy(t, "FORWARD_MAX_INFLIGHT=1", "FORWARD_TENANT_RESERVE=0")
 	cancelled := make(chan struct{}, 1)
-	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, n int) {
+	dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
 			<-r.Context().Done()
 			cancelled <- struct{}{}
 		}
-	})
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, strings.NewReader("x"))
 	req.Header.Set("Kn-Forward-To", dest.URL)
@@ -206,7 +207,7 @@ func TestCallerGoneCancelsDestinationCall(t *testing.T) {
 		}
 		errc <- err
 	}()
-	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
+	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.Count() == 1 })
 	cancel()
 	<-errc
 	select {
@@ -227,10 +228,10 @@ func TestCallerGoneCancelsDestinationCall(t *testing.T) {
 // connection reset, and the process still exits 0.
 func TestDrainDeadlineAnswersHeldSyncCalls(t *testing.T) {
 	p := startProxy(t, "FORWARD_DRAIN_TIMEOUT=300ms")
-	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) { <-r.Context().Done() })
+	dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, _ int) { <-r.Context().Done() }})
 	answer := make(chan *http.Response, 1)
 	go func() { answer <- p.post(t, "sync", "Kn-Forward-To", dest.URL) }()
-	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.count() == 1 })
+	eventually(t, 10*time.Second, "the call is held", func() bool { return dest.Count() == 1 })
 	p.Signal(syscall.SIGTERM)
 	select {
 	case resp := <-answer:

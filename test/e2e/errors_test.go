@@ -25,6 +25,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // proxyAnswer is the proxy's own error answer, decoded.
@@ -66,9 +68,9 @@ func checkAnswer(t *testing.T, a proxyAnswer, status int, reason string) {
 // destination.
 func TestErrorTable(t *testing.T) {
 	p := startProxy(t, "FORWARD_MAX_EVENT_BYTES=1024")
-	dest := newSink(t, false, nil)
-	slow := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) { <-r.Context().Done() })
-	closed := newSink(t, false, nil)
+	dest := testproc.NewSink(t, nil)
+	slow := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, _ int) { <-r.Context().Done() }})
+	closed := testproc.NewSink(t, nil)
 	closedURL := closed.URL
 	closed.Close()
 
@@ -96,10 +98,10 @@ func TestErrorTable(t *testing.T) {
 			checkAnswer(t, readAnswer(t, p.post(t, tc.body, tc.headers...)), tc.status, tc.reason)
 		})
 	}
-	if n := dest.count(); n != 0 {
+	if n := dest.Count(); n != 0 {
 		t.Errorf("refused requests reached the destination %d times", n)
 	}
-	if n := slow.count(); n != 1 {
+	if n := slow.Count(); n != 1 {
 		t.Errorf("the slow destination saw %d calls, want 1", n)
 	}
 }
@@ -108,10 +110,10 @@ func TestErrorTable(t *testing.T) {
 // allowed by name, but the resolved address is refused when dialed.
 func TestDialTimeCheck(t *testing.T) {
 	p := startProxy(t, "FORWARD_ALLOWED_CIDRS=", "FORWARD_ALLOWED_HOSTS=localhost")
-	dest := newSink(t, false, nil)
+	dest := testproc.NewSink(t, nil)
 	url := strings.Replace(dest.URL, "127.0.0.1", "localhost", 1)
 	checkAnswer(t, readAnswer(t, p.post(t, "", "Kn-Forward-To", url)), 403, "destination_denied")
-	if dest.count() != 0 {
+	if dest.Count() != 0 {
 		t.Errorf("a denied destination was reached")
 	}
 }
@@ -146,8 +148,7 @@ func TestAdmissionLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProxy(t, tc.env...)
-			b := newBlocker(t)
-			dest := newSink(t, false, b.hold)
+			dest := newHeldSink(t)
 			results := make(chan int, len(tc.hold))
 			for _, h := range tc.hold {
 				go func() {
@@ -157,22 +158,22 @@ func TestAdmissionLimits(t *testing.T) {
 					results <- resp.StatusCode
 				}()
 			}
-			eventually(t, 10*time.Second, "the destination holds every call", func() bool { return dest.count() == len(tc.hold) })
+			eventually(t, 10*time.Second, "the destination holds every call", func() bool { return dest.Count() == len(tc.hold) })
 
 			checkAnswer(t, readAnswer(t, p.post(t, "refused", append([]string{"Kn-Forward-To", dest.URL}, tc.next...)...)), tc.status, tc.reason)
-			if n := dest.count(); n != len(tc.hold) {
+			if n := dest.Count(); n != len(tc.hold) {
 				t.Errorf("the refused call reached the destination: %d calls, want %d", n, len(tc.hold))
 			}
 			if tc.reason != "overloaded" {
 				// Another destination, or another tenant, still gets through.
-				other := newSink(t, false, nil)
+				other := testproc.NewSink(t, nil)
 				resp := p.post(t, "other", "Kn-Forward-To", other.URL, "Kn-Namespace", "quiet")
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
 					t.Errorf("a call of another tenant to another destination got %d", resp.StatusCode)
 				}
 			}
-			b.release()
+			dest.Release()
 			for range tc.hold {
 				if s := <-results; s != http.StatusOK {
 					t.Errorf("a held call ended with %d", s)

@@ -76,8 +76,8 @@ func TestForwardCloudEventsByteForByte(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProxy(t, tc.env...)
-			direct := newSink(t, true, nil)
-			proxied := newSink(t, true, nil)
+			direct := testproc.NewSink(t, &testproc.SinkOptions{H2C: true})
+			proxied := testproc.NewSink(t, &testproc.SinkOptions{H2C: true})
 			client := http.DefaultClient
 			if tc.h2c {
 				client = testproc.H2CClient(t, 0)
@@ -126,13 +126,13 @@ func TestForwardCloudEventsByteForByte(t *testing.T) {
 				resp.Body.Close()
 			}
 
-			want, got := direct.requests(), proxied.requests()
+			want, got := direct.Requests(), proxied.Requests()
 			if len(got) != 3 || len(want) != 3 {
 				t.Fatalf("direct sink saw %d requests, proxied sink %d; want 3 each", len(want), len(got))
 			}
 			for i := range want {
-				if got[i].Method != want[i].Method || got[i].Path != want[i].Path {
-					t.Errorf("request %d: %s %s through the proxy, %s %s direct", i, got[i].Method, got[i].Path, want[i].Method, want[i].Path)
+				if got[i].Method != want[i].Method || got[i].RequestURI != want[i].RequestURI {
+					t.Errorf("request %d: %s %s through the proxy, %s %s direct", i, got[i].Method, got[i].RequestURI, want[i].Method, want[i].RequestURI)
 				}
 				if !bytes.Equal(got[i].Body, want[i].Body) {
 					t.Errorf("request %d body differs:\nproxied %q\ndirect  %q", i, got[i].Body, want[i].Body)
@@ -163,7 +163,7 @@ func TestReplyEventComesBack(t *testing.T) {
 	p := startProxy(t)
 	reply := newEvent(t, "reply-1")
 	reply.SetType("dev.example.reply")
-	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) {
+	dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, _ int) {
 		w.Header().Set("Ce-Specversion", "1.0")
 		w.Header().Set("Ce-Id", reply.ID())
 		w.Header().Set("Ce-Source", reply.Source())
@@ -174,7 +174,7 @@ func TestReplyEventComesBack(t *testing.T) {
 		w.Header().Set("X-Reply", "yes")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(reply.Data())
-	})
+	}})
 	c, err := cloudevents.NewClientHTTP(cehttp.WithTarget(p.URL), cehttp.WithHeader("Kn-Forward-To", dest.URL))
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestH2CCallerReachesHTTP1Sink(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startProxy(t, tc.env...)
-			dest := newSink(t, tc.sinkH2C, nil)
+			dest := testproc.NewSink(t, &testproc.SinkOptions{H2C: tc.sinkH2C})
 			for i := range 3 {
 				req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader("event"))
 				req.Header.Set("Kn-Forward-To", dest.URL)
@@ -228,7 +228,7 @@ func TestH2CCallerReachesHTTP1Sink(t *testing.T) {
 					t.Fatalf("call %d: status %d (%s)", i, resp.StatusCode, resp.Header.Get("Kn-Forward-Error"))
 				}
 			}
-			reqs := dest.requests()
+			reqs := dest.Requests()
 			for _, r := range reqs {
 				if r.Method != http.MethodPost || r.Proto != tc.wantProto || string(r.Body) != "event" {
 					t.Errorf("the sink got %s over HTTP/%d %q, want POST over HTTP/%d %q", r.Method, r.Proto, r.Body, tc.wantProto, "event")

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // TestEveryLostEventIsLogged: each async event that fails for good gets a
@@ -34,9 +36,9 @@ import (
 func TestEveryLostEventIsLogged(t *testing.T) {
 	const events = 3000
 	p := startProxy(t, "FORWARD_LOG_LEVEL=info", "FORWARD_ASYNC_RETRY=0")
-	dest := newSink(t, false, func(w http.ResponseWriter, r *http.Request, _ int) {
+	dest := testproc.NewSink(t, &testproc.SinkOptions{Respond: func(w http.ResponseWriter, r *http.Request, _ int) {
 		w.WriteHeader(http.StatusBadRequest) // final: never retried
-	})
+	}})
 	send := make(chan int)
 	var wg sync.WaitGroup
 	for range 20 {
@@ -55,7 +57,7 @@ func TestEveryLostEventIsLogged(t *testing.T) {
 	}
 	close(send)
 	wg.Wait()
-	eventually(t, 60*time.Second, "every event reached the destination", func() bool { return dest.count() == events })
+	eventually(t, 60*time.Second, "every event reached the destination", func() bool { return dest.Count() == events })
 	failed := func() int { return strings.Count(p.Logs.String(), "Async delivery failed") }
 	deadline := time.Now().Add(30 * time.Second)
 	for failed() < events && time.Now().Before(deadline) {

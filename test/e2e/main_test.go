@@ -28,11 +28,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,83 +90,12 @@ func (p *proc) post(t *testing.T, body string, headers ...string) *http.Response
 	return resp
 }
 
-// recorded is one request as a sink saw it.
-type recorded struct {
-	Method string
-	Path   string
-	Proto  int
-	Header http.Header
-	Body   []byte
-	At     time.Time
-}
-
-// sink is a destination on loopback that records every request and
-// answers with respond (200 with no body if nil). n counts from 1.
-type sink struct {
-	*httptest.Server
-	mu      sync.Mutex
-	reqs    []recorded
-	respond func(w http.ResponseWriter, r *http.Request, n int)
-}
-
-func newSink(t *testing.T, h2c bool, respond func(w http.ResponseWriter, r *http.Request, n int)) *sink {
-	t.Helper()
-	s := &sink{respond: respond}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	if h2c {
-		s.Server.Config.Protocols = new(http.Protocols)
-		s.Server.Config.Protocols.SetHTTP1(true)
-		s.Server.Config.Protocols.SetUnencryptedHTTP2(true)
-	}
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.reqs = append(s.reqs, recorded{r.Method, r.URL.RequestURI(), r.ProtoMajor, r.Header.Clone(), body, time.Now()})
-	n := len(s.reqs)
-	s.mu.Unlock()
-	if s.respond != nil {
-		s.respond(w, r, n)
-	}
-}
-
-func (s *sink) requests() []recorded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]recorded(nil), s.reqs...)
-}
-
-func (s *sink) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reqs)
-}
-
-// blocker makes a sink hold every call until release is called (or the
-// call's context ends), so tests can hold a known number of calls.
-type blocker struct {
-	release func()
-	ch      chan struct{}
-	once    sync.Once
-}
-
-func newBlocker(t *testing.T) *blocker {
-	b := &blocker{ch: make(chan struct{})}
-	b.release = func() { b.once.Do(func() { close(b.ch) }) }
-	t.Cleanup(b.release)
-	return b
-}
-
-func (b *blocker) hold(w http.ResponseWriter, r *http.Request, _ int) {
-	select {
-	case <-b.ch:
+// newHeldSink is a destination that holds every call until Release (or
+// the end of the call's context), then answers "released".
+func newHeldSink(t *testing.T) *testproc.Sink {
+	return testproc.NewSink(t, &testproc.SinkOptions{Hold: testproc.HoldAll, Respond: func(w http.ResponseWriter, _ *http.Request, _ int) {
 		_, _ = io.WriteString(w, "released")
-	case <-r.Context().Done():
-	}
+	}})
 }
 
 // ctx returns a context that ends with the test or after d.

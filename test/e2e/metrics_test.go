@@ -44,8 +44,7 @@ var value = testproc.Value
 // contract's metrics back from the running proxy.
 func TestMetricsCountHeldCalls(t *testing.T) {
 	p := startProxy(t, "FORWARD_MAX_INFLIGHT=50")
-	b := newBlocker(t)
-	dest := newSink(t, false, b.hold)
+	dest := newHeldSink(t)
 	done := make(chan int, 2)
 	for range 2 {
 		go func() {
@@ -56,7 +55,7 @@ func TestMetricsCountHeldCalls(t *testing.T) {
 	}
 	resp := p.post(t, "async", "Kn-Forward-To", dest.URL, "Prefer", "respond-async")
 	resp.Body.Close()
-	eventually(t, 10*time.Second, "three calls are held", func() bool { return dest.count() == 3 })
+	eventually(t, 10*time.Second, "three calls are held", func() bool { return dest.Count() == 3 })
 
 	fams := p.scrape(t)
 	if got := value(fams, "kn_forward_active_requests", nil); got != 3 {
@@ -70,7 +69,7 @@ func TestMetricsCountHeldCalls(t *testing.T) {
 	}
 	readAnswer(t, p.post(t, "", "Kn-Forward-To", "http://example.com/"))
 
-	b.release()
+	dest.Release()
 	for range 2 {
 		<-done
 	}

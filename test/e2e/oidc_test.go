@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"knative.dev/event-forwarding-proxy/test/apiserver"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // serviceAccountToken creates namespace ns and service account sa in it and
@@ -69,7 +70,7 @@ func TestOIDCAgainstARealAPIServer(t *testing.T) {
 	wrongAudience := serviceAccountToken(t, kc, "tenant-a", "app", "some-other-service")
 
 	p := startProxy(t, "FORWARD_AUTH=oidc", "FORWARD_OIDC_ISSUER="+s.Issuer, "KUBECONFIG="+s.Kubeconfig, "FORWARD_DIAL_TIMEOUT=1s")
-	sink := newSink(t, false, nil)
+	sink := testproc.NewSink(t, nil)
 	for _, tc := range []struct {
 		name   string
 		token  string
@@ -108,7 +109,7 @@ func TestOIDCAgainstARealAPIServer(t *testing.T) {
 			}
 		})
 	}
-	reqs := sink.requests()
+	reqs := sink.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("the sink got %d calls, want only the adapter's", len(reqs))
 	}

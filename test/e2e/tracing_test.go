@@ -34,7 +34,7 @@ import (
 func TestTracesExportedOverOTLP(t *testing.T) {
 	collector := testproc.NewOTLPReceiver(t)
 	p := startProxy(t, "FORWARD_TRACE_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_BSP_SCHEDULE_DELAY=100")
-	dest := newSink(t, false, nil)
+	dest := testproc.NewSink(t, nil)
 	const traceID = "0af7651916cd43dd8448eb211c80319c"
 	resp := p.post(t, "x", "Kn-Forward-To", dest.URL, "Traceparent", "00-"+traceID+"-b7ad6b7169203331-01", "Ce-Id", "traced-1")
 	resp.Body.Close()
@@ -56,7 +56,7 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 		t.Errorf("spans not chained caller -> server -> client")
 	}
 	want := "00-" + traceID + "-" + hex.EncodeToString(client.SpanId) + "-01"
-	if got := dest.requests()[0].Header.Get("Traceparent"); got != want {
+	if got := dest.Requests()[0].Header.Get("Traceparent"); got != want {
 		t.Errorf("destination got traceparent %q, want %q", got, want)
 	}
 }
