@@ -21,15 +21,11 @@ package heartbeats
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,59 +41,47 @@ import (
 
 const systemNamespace = "knative-eventing"
 
-// sink records the heartbeats it receives, by source.
-type sink struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seqs map[string][]uint64 // by ce-source
-	bad  []string            // what was wrong with a request
-}
+// sink records the heartbeats it receives.
+type sink struct{ *testproc.Sink }
 
-func newSink(t *testing.T) *sink {
-	s := &sink{seqs: map[string][]uint64{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+func newSink(t *testing.T) sink { return sink{testproc.NewSink(t, nil)} }
+
+// heartbeats returns the sequence numbers received, by ce-source, and
+// what was wrong with each request that was no well-formed heartbeat.
+func (s sink) heartbeats() (seqs map[string][]uint64, bad []string) {
+	seqs = map[string][]uint64{}
+	for _, r := range s.Requests() {
 		var data struct {
 			Sequence uint64 `json:"sequence"`
 		}
-		err := json.Unmarshal(body, &data)
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		err := json.Unmarshal(r.Body, &data)
 		src := r.Header.Get("Ce-Source")
 		ns := strings.Split(src, "/")
 		switch {
 		case err != nil:
-			s.bad = append(s.bad, "body "+string(body))
+			bad = append(bad, "body "+string(r.Body))
 		case r.Header.Get("Ce-Type") != heartbeats.EventType:
-			s.bad = append(s.bad, "type "+r.Header.Get("Ce-Type"))
+			bad = append(bad, "type "+r.Header.Get("Ce-Type"))
 		case len(ns) < 5 || r.Header.Get("Kn-Namespace") != ns[4]:
-			s.bad = append(s.bad, "Kn-Namespace "+strings.Join(r.Header.Values("Kn-Namespace"), ",")+" for "+src)
+			bad = append(bad, "Kn-Namespace "+strings.Join(r.Header.Values("Kn-Namespace"), ",")+" for "+src)
 		}
-		s.seqs[src] = append(s.seqs[src], data.Sequence)
-	}))
-	t.Cleanup(s.Close)
-	return s
+		seqs[src] = append(seqs[src], data.Sequence)
+	}
+	return seqs, bad
 }
 
 // received returns how many heartbeats of each source arrived.
-func (s *sink) received() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s sink) received() map[string]int {
+	seqs, _ := s.heartbeats()
 	n := map[string]int{}
-	for k, v := range s.seqs {
+	for k, v := range seqs {
 		n[k] = len(v)
 	}
 	return n
 }
 
 // total is the number of heartbeats received, of every source.
-func (s *sink) total() int {
-	n := 0
-	for _, c := range s.received() {
-		n += c
-	}
-	return n
-}
+func (s sink) total() int { return s.Count() }
 
 // adapterProc is a running cmd/heartbeats.
 type adapterProc struct {

@@ -112,15 +112,14 @@ func TestForwardsWithOneOption(t *testing.T) {
 	if strings.Contains(a.logs.String(), "Heartbeat not delivered") || strings.Contains(a.logs.String(), "Heartbeat skipped") {
 		t.Error("the adapter lost heartbeats")
 	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if len(sink.bad) > 0 {
-		t.Errorf("the sink got malformed heartbeats: %q", sink.bad)
+	bySource, bad := sink.heartbeats()
+	if len(bad) > 0 {
+		t.Errorf("the sink got malformed heartbeats: %q", bad)
 	}
-	if len(sink.seqs) != 2 {
-		t.Errorf("heartbeats from %d sources, want 2: %v", len(sink.seqs), sink.received())
+	if len(bySource) != 2 {
+		t.Errorf("heartbeats from %d sources, want 2: %v", len(bySource), sink.received())
 	}
-	for src, seqs := range sink.seqs {
+	for src, seqs := range bySource {
 		missing, dups := gaps(seqs)
 		t.Logf("%s: %d heartbeats, %d twice", src, len(seqs), dups)
 		if len(missing) > 0 {

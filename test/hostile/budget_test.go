@@ -160,13 +160,13 @@ func largeHeaders(t testing.TB, a *arena) {
 		})
 	}
 	// Every call is either held by the sink or answered.
-	settled := testproc.Poll(closeWait, func() bool { return answered.Load()+a.sink.attack.Load() >= headerCalls })
-	held := a.sink.attack.Load()
+	settled := testproc.Poll(closeWait, func() bool { return answered.Load()+a.sink.attacks() >= headerCalls })
+	held := a.sink.attacks()
 	mu.Lock()
 	refused := answers.n[refusedByBudget]
 	before := answers.String()
 	mu.Unlock()
-	a.sink.release()
+	a.sink.Release()
 	wg.Wait()
 	a.saw("%d calls with a %d-byte header, %d MiB budget: %d held by the sink, answered before it let them go: %s; in all %s",
 		headerCalls, headerValue, headerBudget>>20, held, before, &answers)

@@ -23,11 +23,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,45 +58,36 @@ const (
 )
 
 // sink is the destination: the legitimate caller's requests (header
-// X-Legit) are answered at once; any other request is counted and held
-// until its caller goes, the attack releases it, or the test ends.
-type sink struct {
-	*httptest.Server
-	attack atomic.Int64 // requests that are not the legitimate caller's
-	stop   chan struct{}
+// X-Legit) are answered at once; any other request is held until its
+// caller goes, the attack releases it (Release: an attack whose calls the
+// sink holds releases them when it is over, so that what they keep in the
+// proxy goes before its bounds are checked), or the test ends.
+type sink struct{ *testproc.Sink }
 
-	releaseOnce sync.Once
-	released    chan struct{}
+func newSink(t *testing.T) sink {
+	return sink{testproc.NewSink(t, &testproc.SinkOptions{
+		H2C:  true,
+		Hold: func(r *http.Request, _ int) bool { return !isLegit(r.Header) },
+		Respond: func(w http.ResponseWriter, r *http.Request, _ int) {
+			if isLegit(r.Header) {
+				_, _ = io.WriteString(w, "ok")
+			}
+		},
+	})}
 }
 
-// release answers every request held, and every later one at once: an
-// attack whose calls the sink holds releases them when it is over, so
-// that what they keep in the proxy goes before its bounds are checked.
-func (s *sink) release() { s.releaseOnce.Do(func() { close(s.released) }) }
+func isLegit(h http.Header) bool { return h.Get("X-Legit") != "" }
 
-func newSink(t *testing.T) *sink {
-	t.Helper()
-	s := &sink{stop: make(chan struct{}), released: make(chan struct{})}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if r.Header.Get("X-Legit") != "" {
-			_, _ = io.WriteString(w, "ok")
-			return
+// attacks is the number of requests that were not the legitimate
+// caller's.
+func (s sink) attacks() int64 {
+	var n int64
+	for _, r := range s.Requests() {
+		if !isLegit(r.Header) {
+			n++
 		}
-		s.attack.Add(1)
-		select {
-		case <-r.Context().Done():
-		case <-s.stop:
-		case <-s.released:
-		}
-	}))
-	s.Config.Protocols = new(http.Protocols)
-	s.Config.Protocols.SetHTTP1(true)
-	s.Config.Protocols.SetUnencryptedHTTP2(true)
-	s.Start()
-	t.Cleanup(s.Close)
-	t.Cleanup(func() { close(s.stop) }) // before Close, which waits for the handlers
-	return s
+	}
+	return n
 }
 
 // legit is the legitimate caller: one request every 100 ms over one h2c
@@ -264,7 +253,7 @@ func (s *sampler) stop() runtimeSample {
 type arena struct {
 	proc *testproc.Proc
 	addr string // the proxy's host:port
-	sink *sink
+	sink sink
 
 	outcome string // what the attacker saw, for the table (saw)
 }
@@ -333,7 +322,7 @@ func runAttack(t *testing.T, at attack, f *figures) {
 		}
 	}
 	att.cleanup()
-	s.release()
+	s.Release()
 	switch {
 	case !ended:
 		f.outcome = "the attack did not end"
@@ -363,7 +352,7 @@ func runAttack(t *testing.T, at attack, f *figures) {
 	lat, failures := l.stop()
 
 	*f = figures{name: at.name, legit: len(lat), legitFailed: len(failures), p50: percentile(lat, 0.5), p99: percentile(lat, 0.99),
-		base: base, peak: peak, attackRequestsAtSink: s.attack.Load(), outcome: f.outcome}
+		base: base, peak: peak, attackRequestsAtSink: s.attacks(), outcome: f.outcome}
 	t.Logf("%s: legitimate caller answered %d times, failed %d times, p50 %s, p99 %s; goroutines %d at rest, %d at the peak, %d after; heap in use %.1f MiB at rest, %.1f MiB at the peak; %d attack requests reached the sink; the attacker saw: %s",
 		at.name, f.legit, f.legitFailed, f.p50.Round(10*time.Microsecond), f.p99.Round(10*time.Microsecond), base.goroutines, peak.goroutines, now.goroutines,
 		float64(base.heap)/(1<<20), float64(peak.heap)/(1<<20), f.attackRequestsAtSink, f.outcome)

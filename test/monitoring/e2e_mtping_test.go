@@ -99,7 +99,7 @@ func TestPrometheusSeesTheAdapter(t *testing.T) {
 			t.Errorf("alert expression gave %v, want namespace %s", got.Metric, mtpingNamespace)
 		}
 		prom.awaitValue(t, wait, pending("KnForwardAdapterNoLeaseHeld"), 1)
-		if n := sink.count(); n != 0 {
+		if n := sink.Count(); n != 0 {
 			t.Errorf("the sink got %d events while another process held the Lease", n)
 		}
 	})

@@ -50,7 +50,7 @@ func TestPrometheusSeesHeldCalls(t *testing.T) {
 			}
 		})
 	}
-	t.Cleanup(func() { dest.release(); wg.Wait() })
+	t.Cleanup(func() { dest.Release(); wg.Wait() })
 	for range asyncCalls {
 		if code := p.post(t, dest.URL, "Prefer", "respond-async", "Kn-Namespace", "tenant-b"); code != http.StatusAccepted {
 			t.Fatalf("async call: status %d, want 202", code)
@@ -58,7 +58,7 @@ func TestPrometheusSeesHeldCalls(t *testing.T) {
 	}
 	const held = syncCalls + asyncCalls
 	testproc.EventuallyState(t, wait, "the sink holds every call", func() (bool, string) {
-		return dest.count() == held, fmt.Sprintf("%d calls", dest.count())
+		return dest.Count() == held, fmt.Sprintf("%d calls", dest.Count())
 	})
 
 	podSel := fmt.Sprintf(`{namespace=%q, pod=%q}`, targetNamespace, targetPod)
@@ -113,7 +113,7 @@ func TestPrometheusSeesHeldCalls(t *testing.T) {
 		}
 	})
 
-	dest.release()
+	dest.Release()
 	wg.Wait()
 	for _, tc := range []struct {
 		name string

@@ -215,7 +215,7 @@ func exerciseMtping(t *testing.T, p *proxyProc) map[string]*dto.MetricFamily {
 	var fams map[string]*dto.MetricFamily
 	testproc.EventuallyState(t, 30*time.Second, "the adapter sends through the proxy", func() (bool, string) {
 		fams = a.scrape(t)
-		return sends(fams, "proxy") > 0, fmt.Sprintf("%v sends through the proxy, sink got %d calls", sends(fams, "proxy"), sink.count())
+		return sends(fams, "proxy") > 0, fmt.Sprintf("%v sends through the proxy, sink got %d calls", sends(fams, "proxy"), sink.Count())
 	})
 	k.forwardTo(t, "http://127.0.0.1:"+strconv.Itoa(freePort(t)))
 	testproc.EventuallyState(t, 30*time.Second, "the adapter falls back to direct", func() (bool, string) {

@@ -21,13 +21,10 @@ package monitoring
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,45 +140,20 @@ func counterValue(fams map[string]*dto.MetricFamily, name, label, value string) 
 	return sum
 }
 
-// sink is a destination on loopback. It holds every call until release
-// (or until the call's context ends) and can fail the first calls it gets.
-type sink struct {
-	*httptest.Server
-	got      atomic.Int64
-	failures int64 // the first failures calls get 503
-	held     chan struct{}
-	once     sync.Once
-}
-
-func newSink(t *testing.T, hold bool, failures int64) *sink {
-	t.Helper()
-	s := &sink{failures: failures, held: make(chan struct{})}
-	if !hold {
-		s.release()
+// newSink is a destination on loopback: the first failures calls get
+// 503; with hold, every later one waits for Release (or the end of its
+// context), then gets 200.
+func newSink(t *testing.T, hold bool, failures int) *testproc.Sink {
+	opts := &testproc.SinkOptions{Respond: func(w http.ResponseWriter, _ *http.Request, n int) {
+		if n <= failures {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}}
+	if hold {
+		opts.Hold = func(_ *http.Request, n int) bool { return n > failures }
 	}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(func() { s.release(); s.Close() })
-	return s
+	return testproc.NewSink(t, opts)
 }
-
-func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	if n := s.got.Add(1); n <= s.failures {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	select {
-	case <-s.held:
-		w.WriteHeader(http.StatusOK)
-	case <-r.Context().Done():
-	}
-}
-
-// release lets every held call (and every later one) answer 200.
-func (s *sink) release() { s.once.Do(func() { close(s.held) }) }
-
-// count is the number of calls the sink has received.
-func (s *sink) count() int64 { return s.got.Load() }
 
 // freePort is a port for processes that take a port number rather than a
 // listener.

@@ -91,7 +91,7 @@ func TestProxyKilledMidRun(t *testing.T) {
 					}
 				})
 			}
-			eventually(t, time.Minute, "100 events arrive through the proxy", func() bool { return sink.count() >= 100 })
+			eventually(t, time.Minute, "100 events arrive through the proxy", func() bool { return sink.Count() >= 100 })
 			proxy.stop(tc.sig)
 			killedAt := len(d.delivered())
 			eventually(t, time.Minute, "100 more events are sent with the proxy gone", func() bool { return len(d.delivered()) >= killedAt+100 })

@@ -34,6 +34,7 @@ import (
 	"knative.dev/event-forwarding-proxy/adapter/kube"
 	"knative.dev/event-forwarding-proxy/config"
 	"knative.dev/event-forwarding-proxy/test/apiserver"
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 const (
@@ -185,15 +186,15 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 		s.SetDirectSources(1) // far under the sources' threshold throughout
 		waitLogged(t, logs, msgApplied, cms.put(map[string]string{"event-forwarding-proxy": proxy.URL, "event-forwarding-threshold": "100",
 			"event-forwarding-inflight-threshold": "3", "event-forwarding-inflight-hold": "1s"}))
-		slow := newHoldingSink(t)
+		slow := testproc.NewSink(t, &testproc.SinkOptions{Hold: testproc.HoldAll})
 		var held sync.WaitGroup
 		for i := range 4 {
 			held.Go(func() {
-				if _, err := s.Send(ctxFor(t, time.Minute), adapter.Target{URL: slow.url(t)}, pingEvent("slow-"+strconv.Itoa(i))); err != nil {
+				if _, err := s.Send(ctxFor(t, time.Minute), adapter.Target{URL: mustURL(t, slow.URL)}, pingEvent("slow-"+strconv.Itoa(i))); err != nil {
 					t.Errorf("held send %d: %v", i, err)
 				}
 			})
-			eventually(t, 10*time.Second, "the slow sink holds the send", func() bool { return slow.holding() == i+1 })
+			eventually(t, 10*time.Second, "the slow sink holds the send", func() bool { return slow.Count() == i+1 })
 		}
 		dx := newDriver(t, s, adapter.Target{URL: sink.url(t), Namespace: "tenant"}, "held")
 		if _, res := dx.send(); res.Route != adapter.RouteProxy || res.Fallback {
@@ -203,7 +204,7 @@ func TestLiveConfigFromTheAPIServer(t *testing.T) {
 			e[len(e)-1].ContextMap()["reason"] != "direct sends in flight over the in-flight threshold" {
 			t.Errorf("the switch to the proxy was not logged with its reason: %v", e)
 		}
-		slow.release()
+		slow.Release()
 		held.Wait()
 		took := dx.sendUntil(adapter.RouteDirect, flipWithin)
 		t.Logf("direct again %s after the held sends ended (hold 1s)", took.Round(time.Millisecond))

@@ -19,15 +19,13 @@ limitations under the License.
 package sender
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // arrival is one event as a sink got it.
@@ -39,45 +37,23 @@ type arrival struct {
 }
 
 // sink records every event it gets (HTTP/1.1 and h2c) and answers 200.
-type sink struct {
-	*httptest.Server
-	mu       sync.Mutex
-	arrivals []arrival
-}
+type sink struct{ *testproc.Sink }
 
 func newSink(tb testing.TB) *sink {
-	tb.Helper()
-	s := &sink{}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.Config.Protocols = new(http.Protocols)
-	s.Config.Protocols.SetHTTP1(true)
-	s.Config.Protocols.SetUnencryptedHTTP2(true)
-	s.Start()
-	tb.Cleanup(s.Close)
-	return s
+	return &sink{testproc.NewSink(tb, &testproc.SinkOptions{H2C: true})}
 }
 
-func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	a := arrival{
-		ID: r.Header.Get("Ce-Id"), ViaProxy: r.Header.Get("Cdn-Loop") != "",
-		Namespace: r.Header.Get("Kn-Namespace"), Authorization: r.Header.Get("Authorization"),
-	}
-	s.mu.Lock()
-	s.arrivals = append(s.arrivals, a)
-	s.mu.Unlock()
-}
-
+// all returns the events received, in order of arrival.
 func (s *sink) all() []arrival {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]arrival(nil), s.arrivals...)
-}
-
-func (s *sink) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.arrivals)
+	reqs := s.Requests()
+	out := make([]arrival, len(reqs))
+	for i, r := range reqs {
+		out[i] = arrival{
+			ID: r.Header.Get("Ce-Id"), ViaProxy: r.Header.Get("Cdn-Loop") != "",
+			Namespace: r.Header.Get("Kn-Namespace"), Authorization: r.Header.Get("Authorization"),
+		}
+	}
+	return out
 }
 
 // byID counts the arrivals of each event id.
@@ -105,37 +81,3 @@ func testLogger(tb testing.TB) (*zap.SugaredLogger, *observer.ObservedLogs) {
 	})
 	return zap.New(core).Sugar(), logs
 }
-
-// holdingSink holds every call until release, then answers 200.
-type holdingSink struct {
-	*httptest.Server
-	mu      sync.Mutex
-	held    int
-	done    chan struct{}
-	release func()
-}
-
-func newHoldingSink(tb testing.TB) *holdingSink {
-	tb.Helper()
-	s := &holdingSink{done: make(chan struct{})}
-	var once sync.Once
-	s.release = func() { once.Do(func() { close(s.done) }) }
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		s.held++
-		s.mu.Unlock()
-		<-s.done
-	}))
-	tb.Cleanup(s.Close)
-	tb.Cleanup(s.release) // runs first: Close waits for the handlers
-	return s
-}
-
-func (s *holdingSink) holding() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.held
-}
-
-func (s *holdingSink) url(tb testing.TB) *url.URL { return mustURL(tb, s.URL) }
