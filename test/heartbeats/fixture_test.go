@@ -85,11 +85,8 @@ func (s sink) total() int { return s.Count() }
 
 // adapterProc is a running cmd/heartbeats.
 type adapterProc struct {
-	cmd        *exec.Cmd
-	logs       *testproc.SyncBuffer
-	done       chan struct{}
+	*testproc.Proc
 	metricsURL string
-	exitErr    error
 }
 
 // startAdapter runs the adapter against kubeconfig's API server, with env
@@ -112,24 +109,8 @@ func startAdapter(t *testing.T, kubeconfig string, env ...string) *adapterProc {
 		"GORACE=halt_on_error=1",
 	)
 	cmd.Env = append(cmd.Env, env...)
-	p := &adapterProc{cmd: cmd, logs: &testproc.SyncBuffer{}, done: make(chan struct{}),
+	return &adapterProc{Proc: testproc.Start(t, "the adapter", cmd),
 		metricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exitErr = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Errorf("the adapter hit a data race:\n%s", p.logs.String())
-		}
-		if t.Failed() {
-			t.Logf("adapter logs:\n%s", p.logs.String())
-		}
-	})
-	return p
 }
 
 // metric sums a metric's samples with labels want, as the adapter serves
@@ -195,13 +176,8 @@ func gaps(seqs []uint64) (missing []uint64, dups int) {
 // stop sends SIGTERM and waits for a clean exit.
 func (p *adapterProc) stop(t *testing.T, within time.Duration) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		if p.exitErr != nil {
-			t.Errorf("the adapter exited with %v after SIGTERM", p.exitErr)
-		}
-	case <-time.After(within):
-		t.Fatalf("the adapter still runs %s after SIGTERM", within)
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(within); err != nil {
+		t.Errorf("the adapter exited with %v after SIGTERM", err)
 	}
 }

@@ -75,7 +75,7 @@ func TestForwardsWithOneOption(t *testing.T) {
 		t.Fatalf("the proxy got %v calls with forwarding off", n)
 	}
 	testproc.Eventually(t, 30*time.Second, "direct sends are counted", func() bool { return sends("direct") >= 2 })
-	if !strings.Contains(a.logs.String(), "Invalid heartbeat source") {
+	if !strings.Contains(a.Logs.String(), "Invalid heartbeat source") {
 		t.Error("the broken source was not reported")
 	}
 
@@ -109,7 +109,7 @@ func TestForwardsWithOneOption(t *testing.T) {
 	})
 
 	a.stop(t, 40*time.Second)
-	if strings.Contains(a.logs.String(), "Heartbeat not delivered") || strings.Contains(a.logs.String(), "Heartbeat skipped") {
+	if strings.Contains(a.Logs.String(), "Heartbeat not delivered") || strings.Contains(a.Logs.String(), "Heartbeat skipped") {
 		t.Error("the adapter lost heartbeats")
 	}
 	bySource, bad := sink.heartbeats()
@@ -155,7 +155,7 @@ func TestForwardsToAProxyWithAuth(t *testing.T) {
 	if n := a.metric("kn_forward_sender_fallbacks_total", nil); n != 0 {
 		t.Errorf("%v heartbeats fell back to direct: the proxy refused the adapter's token", n)
 	}
-	if !strings.Contains(a.logs.String(), `"OIDC tokens on"`) {
+	if !strings.Contains(a.Logs.String(), `"OIDC tokens on"`) {
 		t.Error("the adapter did not say it sends OIDC tokens")
 	}
 }

@@ -21,11 +21,9 @@ package monitoring
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +150,7 @@ func (k *kube) freeLease(t *testing.T) {
 
 // mtpingProc is a running PingSource adapter binary.
 type mtpingProc struct {
-	*process
+	*testproc.Proc
 	MetricsAddr string // host:port of /metrics
 }
 
@@ -168,23 +166,8 @@ func startMtping(t *testing.T, k *kube) *mtpingProc {
 		"PROBES_PORT="+strconv.Itoa(probes), "METRICS_PORT="+strconv.Itoa(metrics),
 		"GORACE=halt_on_error=1",
 	)
-	p := &mtpingProc{process: start(t, "mtping", cmd), MetricsAddr: "127.0.0.1:" + strconv.Itoa(metrics)}
-	t.Cleanup(func() {
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Error("the adapter process hit a data race")
-		}
-	})
-	testproc.EventuallyState(t, 60*time.Second, "the adapter is ready", func() (bool, string) {
-		if done, how := p.exited(); done {
-			t.Fatalf("adapter %s at start:\n%s", how, p.logs.String())
-		}
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(probes) + "/readiness")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	p := &mtpingProc{Proc: testproc.Start(t, "mtping", cmd), MetricsAddr: "127.0.0.1:" + strconv.Itoa(metrics)}
+	p.AwaitReady("http://127.0.0.1:" + strconv.Itoa(probes) + "/readiness")
 	return p
 }
 

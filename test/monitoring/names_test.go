@@ -218,7 +218,7 @@ func exercise(t *testing.T, p *proxyProc) map[string]*dto.MetricFamily {
 	var fams map[string]*dto.MetricFamily
 	testproc.EventuallyState(t, 30*time.Second, "the async call is delivered on its retry", func() (bool, string) {
 		fams = p.scrape(t)
-		n := counterValue(fams, "kn_forward_async_deliveries_total", "outcome", "delivered")
+		n := testproc.Value(fams, "kn_forward_async_deliveries_total", map[string]string{"outcome": "delivered"})
 		return n == 1, fmt.Sprintf("%v delivered, sink got %d calls", n, flaky.Count())
 	})
 	return fams

@@ -33,11 +33,8 @@ import (
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
-// promProc is a Prometheus server on loopback.
-type promProc struct {
-	*process
-	URL string
-}
+// promProc is a Prometheus server on loopback, at its URL.
+type promProc struct{ *testproc.Proc }
 
 // scrapeTarget is one process Prometheus scrapes, with the job and the
 // labels Kubernetes service discovery would give its pod.
@@ -90,18 +87,9 @@ scrape_configs:
 		"--web.listen-address="+addr,
 		"--log.level=warn",
 	)
-	p := &promProc{process: start(t, "prometheus", cmd), URL: "http://" + addr}
-	testproc.EventuallyState(t, 60*time.Second, "Prometheus is ready", func() (bool, string) {
-		if done, how := p.exited(); done {
-			t.Fatalf("prometheus %s at start:\n%s", how, p.logs.String())
-		}
-		resp, err := http.Get(p.URL + "/-/ready")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	p := &promProc{testproc.Start(t, "prometheus", cmd)}
+	p.URL = "http://" + addr
+	p.AwaitReady(p.URL + "/-/ready")
 	return p
 }
 

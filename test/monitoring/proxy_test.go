@@ -21,24 +21,18 @@ package monitoring
 import (
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // proxyProc is a running proxy binary.
 type proxyProc struct {
-	*process
-	URL         string
+	*testproc.Proc
 	MetricsAddr string // host:port of /metrics
 }
 
@@ -46,37 +40,8 @@ type proxyProc struct {
 // added, and waits until it answers /healthz.
 func startProxy(t *testing.T, env ...string) *proxyProc {
 	t.Helper()
-	port, metricsPort := freePort(t), freePort(t)
-	cmd := exec.Command(proxyBinary(t))
-	cmd.Env = append(os.Environ(),
-		"PORT="+strconv.Itoa(port),
-		"METRICS_PORT="+strconv.Itoa(metricsPort),
-		"FORWARD_ALLOWED_CIDRS=127.0.0.0/8",
-		"GORACE=halt_on_error=1",
-	)
-	cmd.Env = append(cmd.Env, env...)
-	p := &proxyProc{
-		process:     start(t, "proxy", cmd),
-		URL:         "http://127.0.0.1:" + strconv.Itoa(port),
-		MetricsAddr: "127.0.0.1:" + strconv.Itoa(metricsPort),
-	}
-	t.Cleanup(func() {
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Error("the proxy process hit a data race")
-		}
-	})
-	testproc.EventuallyState(t, 30*time.Second, "the proxy answers /healthz", func() (bool, string) {
-		if done, how := p.exited(); done {
-			t.Fatalf("proxy %s at start:\n%s", how, p.logs.String())
-		}
-		resp, err := http.Get(p.URL + "/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	return p
+	p := testproc.StartProxy(t, proxyBinary(t), freePort(t), freePort(t), env...)
+	return &proxyProc{Proc: p, MetricsAddr: "127.0.0.1:" + strconv.Itoa(p.MetricsPort)}
 }
 
 // post sends body through the proxy to dest with header pairs added, and
@@ -112,32 +77,11 @@ func (p *proxyProc) scrape(t *testing.T) map[string]*dto.MetricFamily {
 // scrapeMetrics reads the /metrics of a process at addr (host:port).
 func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	fams, err := testproc.Scrape("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse metrics: %v", err)
-	}
 	return fams
-}
-
-// counterValue sums a counter family's samples that carry label=value.
-func counterValue(fams map[string]*dto.MetricFamily, name, label, value string) float64 {
-	var sum float64
-	if f := fams[name]; f != nil {
-		for _, m := range f.Metric {
-			for _, l := range m.Label {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
 }
 
 // newSink is a destination on loopback: the first failures calls get

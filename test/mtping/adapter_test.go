@@ -66,7 +66,7 @@ func TestLoggingFollowsUpstream(t *testing.T) {
 	c := newCluster(t, maps.Clone(fastElection))
 	lines := func(p *proc) (started bool, levels map[string]int) {
 		levels = map[string]int{}
-		for _, l := range strings.Split(strings.TrimSpace(p.logs.String()), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(p.Logs.String()), "\n") {
 			var e struct{ Msg, Level, LogLevel string }
 			if json.Unmarshal([]byte(l), &e) != nil || e.Msg == "" {
 				continue // not a line of the configured format

@@ -92,9 +92,9 @@ func TestTwoAdapters(t *testing.T) {
 	if count["adapter-b"] > count["adapter-a"] {
 		victim, survivor = survivor, victim
 	}
-	procs[victim].signal(syscall.SIGKILL)
+	procs[victim].Signal(syscall.SIGKILL)
 	killed := time.Now()
-	_ = procs[victim].wait(5 * time.Second)
+	_ = procs[victim].Wait(5 * time.Second)
 	eventually(t, 2*takeoverBound, survivor+" holds every lease", heldBy(survivor))
 	t.Logf("crash: %s held %d of %d leases; %s held them all %v after the kill (bound %v)",
 		victim, count[victim], haBuckets, survivor, time.Since(killed).Round(10*time.Millisecond), takeoverBound)
@@ -105,7 +105,7 @@ func TestTwoAdapters(t *testing.T) {
 	procs["adapter-c"] = startAdapter(t, c, "adapter-c")
 	before := time.Now()
 	eventually(t, 10*time.Second, "every source fired", firedSince(before, 1))
-	procs[survivor].signal(syscall.SIGTERM)
+	procs[survivor].Signal(syscall.SIGTERM)
 	stopped := time.Now()
 	eventually(t, 2*handoverBound, "adapter-c holds every lease", heldBy("adapter-c"))
 	handover := time.Since(stopped)
@@ -116,7 +116,7 @@ func TestTwoAdapters(t *testing.T) {
 	if handover >= leaseDuration-retryPeriod {
 		t.Errorf("graceful handover took %v: the lease expired rather than being released", handover)
 	}
-	if err := procs[survivor].wait(10 * time.Second); err != nil {
+	if err := procs[survivor].Wait(10 * time.Second); err != nil {
 		t.Errorf("%s after SIGTERM: %v", survivor, err)
 	}
 	eventually(t, 10*time.Second, "every source fired twice after the handover", firedSince(time.Now(), 2))
@@ -212,10 +212,10 @@ func TestLateStandbyCatchesUp(t *testing.T) {
 	before := time.Now()
 	eventually(t, 15*time.Second, "every source fired twice", h.firedSince(before, 2))
 
-	procs[standby].signal(syscall.SIGSTOP)
-	procs[leader].signal(syscall.SIGTERM)
+	procs[standby].Signal(syscall.SIGSTOP)
+	procs[leader].Signal(syscall.SIGTERM)
 	stopped := time.Now()
-	if err := procs[leader].wait(10 * time.Second); err != nil {
+	if err := procs[leader].Wait(10 * time.Second); err != nil {
 		t.Errorf("%s after SIGTERM: %v", leader, err)
 	}
 	mark := c.firedThrough(t)
@@ -223,7 +223,7 @@ func TestLateStandbyCatchesUp(t *testing.T) {
 	// fell while no replica held the Lease.
 	thaw := mark.Truncate(tick).Add(tick + 700*time.Millisecond)
 	time.Sleep(time.Until(thaw))
-	procs[standby].signal(syscall.SIGCONT)
+	procs[standby].Signal(syscall.SIGCONT)
 	eventually(t, 2*handoverBound, standby+" holds the bucket", func() bool {
 		for _, holder := range c.leaseHolders(t) {
 			return holder == standby
@@ -234,8 +234,8 @@ func TestLateStandbyCatchesUp(t *testing.T) {
 		leader, mark.Format(time.RFC3339Nano), mark.Sub(stopped).Round(10*time.Millisecond), standby, time.Since(mark).Round(10*time.Millisecond))
 	eventually(t, 10*time.Second, "every source fired twice after the thaw", h.firedSince(thaw, 2))
 	checkGaps(t, "late standby", sk, sources, before, stopped, 0)
-	if m := caughtUp.FindStringSubmatch(procs[standby].logs.String()); m == nil {
-		t.Errorf("%s never logged a caught-up tick:\n%s", standby, procs[standby].logs.String())
+	if m := caughtUp.FindStringSubmatch(procs[standby].Logs.String()); m == nil {
+		t.Errorf("%s never logged a caught-up tick:\n%s", standby, procs[standby].Logs.String())
 	}
 }
 

@@ -29,16 +29,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"knative.dev/event-forwarding-proxy/test/testproc"
 )
@@ -49,8 +45,6 @@ var (
 	eventually   = testproc.Eventually
 	consistently = testproc.Consistently
 )
-
-type syncBuffer = testproc.SyncBuffer
 
 // bins are the binaries built once by TestMain, with the race detector so
 // that a race in a real process fails the test that saw it; plainBins are
@@ -116,54 +110,17 @@ func TestMain(m *testing.M) {
 }
 
 // proc is a running adapter or proxy process.
-type proc struct {
-	t    testing.TB
-	name string
-	cmd  *exec.Cmd
-	logs *syncBuffer
-	done chan struct{}
-	err  error // exit status, set before done closes
-	// URL is the proxy's address; ProbeURL the adapter's probes.
-	URL, ProbeURL string
-}
+type proc = testproc.Proc
 
-// start runs bin with env added and waits until GET readyPath on port
-// answers 200.
+// start runs bin with env added and a data race fatal, and waits until
+// GET readyPath on port answers 200.
 func start(t testing.TB, name, bin string, port int, readyPath string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	cmd.Env = append(cmd.Env, env...)
-	p := &proc{t: t, name: name, cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if strings.Contains(p.logs.String(), "DATA RACE") {
-			t.Errorf("%s hit a data race:\n%s", name, p.logs.String())
-		}
-		if t.Failed() {
-			t.Logf("%s logs:\n%s", name, p.logs.String())
-		}
-	})
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + readyPath
-	eventually(t, 60*time.Second, name+" is ready", func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited at start: %v\n%s", name, p.err, p.logs.String())
-		default:
-		}
-		resp, err := http.Get(url)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := testproc.Start(t, name, cmd)
+	p.AwaitReady("http://127.0.0.1:" + strconv.Itoa(port) + readyPath)
 	return p
 }
 
@@ -171,11 +128,7 @@ func start(t testing.TB, name, bin string, port int, readyPath string, env ...st
 // added.
 func startProxy(t *testing.T, env ...string) *proc {
 	t.Helper()
-	port := freePort(t)
-	p := start(t, "proxy", bins.proxy, port, "/healthz", append([]string{
-		"PORT=" + strconv.Itoa(port), "METRICS_PORT=" + strconv.Itoa(freePort(t)), "FORWARD_ALLOWED_CIDRS=127.0.0.0/8"}, env...)...)
-	p.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-	return p
+	return testproc.StartProxy(t, bins.proxy, freePort(t), freePort(t), env...)
 }
 
 // upstreamLogging is K_LOGGING_CONFIG as upstream's PingSource controller
@@ -191,30 +144,8 @@ const upstreamLogging = `{"zap-logger-config":"{\"level\":\"debug\",\"encoding\"
 func startAdapter(t *testing.T, c *cluster, name string, env ...string) *proc {
 	t.Helper()
 	port := freePort(t)
-	p := start(t, name, bins.adapter, port, "/readiness", append([]string{
+	return start(t, name, bins.adapter, port, "/readiness", append([]string{
 		"KUBECONFIG=" + c.Kubeconfig, "SYSTEM_NAMESPACE=" + systemNamespace, "POD_NAME=" + name,
 		"SERVICE_ACCOUNT_NAME=" + adapterAccount, "PROBES_PORT=" + strconv.Itoa(port),
 		"METRICS_PORT=" + strconv.Itoa(freePort(t)), "K_LOGGING_CONFIG=" + upstreamLogging, "DRAIN_TIMEOUT=5s"}, env...)...)
-	p.ProbeURL = "http://127.0.0.1:" + strconv.Itoa(port)
-	return p
-}
-
-// signal sends sig to the process.
-func (p *proc) signal(sig syscall.Signal) {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.t.Fatalf("signal %s: %v", p.name, err)
-	}
-}
-
-// wait returns the process's exit error once it exits, failing after d.
-func (p *proc) wait(d time.Duration) error {
-	p.t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(d):
-		p.t.Fatalf("%s still running after %s", p.name, d)
-		return nil
-	}
 }

@@ -95,7 +95,7 @@ func TestRouteOnThePod(t *testing.T) {
 	eventually(t, 30*time.Second, "the Pod shows the direct route again",
 		routeIs(kube.ReasonSendingDirect, 2, "no proxy configured"))
 
-	if logs := p.logs.String(); strings.Contains(logs, "Cannot read the adapter's Pod") || strings.Contains(logs, "not shown on a Pod") {
+	if logs := p.Logs.String(); strings.Contains(logs, "Cannot read the adapter's Pod") || strings.Contains(logs, "not shown on a Pod") {
 		t.Errorf("the adapter could not write its route:\n%s", logs)
 	}
 }

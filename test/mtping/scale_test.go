@@ -133,10 +133,10 @@ func TestSharesFollowReplicas(t *testing.T) {
 		procs["adapter-d"] = startAdapter(t, c, "adapter-d")
 	})
 	step("2 replicas: one stopped, one killed", []string{"adapter-a", "adapter-b"}, func() {
-		procs["adapter-d"].signal(syscall.SIGTERM)
-		procs["adapter-c"].signal(syscall.SIGKILL)
+		procs["adapter-d"].Signal(syscall.SIGTERM)
+		procs["adapter-c"].Signal(syscall.SIGKILL)
 	}, "adapter-c")
-	if err := procs["adapter-d"].wait(10 * time.Second); err != nil {
+	if err := procs["adapter-d"].Wait(10 * time.Second); err != nil {
 		t.Errorf("adapter-d after SIGTERM: %v", err)
 	}
 	// The stopped replica released its member slot; the killed one's is

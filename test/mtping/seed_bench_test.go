@@ -233,8 +233,8 @@ func runSeedMode(b *testing.B, c *cluster, sk *seedSink, cfg seedConfig, mode st
 		select {
 		case <-b.Context().Done():
 			b.Fatal("interrupted")
-		case <-ad.done:
-			b.Fatalf("the adapter exited: %v\n%s", ad.err, ad.logs.String())
+		case <-ad.Done():
+			b.Fatalf("the adapter exited: %v\n%s", ad.Wait(time.Second), ad.Logs.String())
 		case <-tick.C:
 			r.Samples = append(r.Samples, smp.sample(begin))
 		}
@@ -265,7 +265,6 @@ func startSeedAdapter(b testing.TB, c *cluster, name string) (*proc, string) {
 		"KUBECONFIG="+c.Kubeconfig, "SYSTEM_NAMESPACE="+systemNamespace, "POD_NAME="+name,
 		"PROBES_PORT="+strconv.Itoa(port), "METRICS_PORT="+strconv.Itoa(mport),
 		"LOG_LEVEL=info", "DRAIN_TIMEOUT=5s", "GODEBUG="+config.ProxyGODEBUG)
-	p.ProbeURL = "http://127.0.0.1:" + strconv.Itoa(port)
 	return p, "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"
 }
 
@@ -274,22 +273,19 @@ func startSeedAdapter(b testing.TB, c *cluster, name string) (*proc, string) {
 // manifests' GODEBUG, and returns it with its /metrics URL.
 func startSeedProxy(b *testing.B) (*proc, string) {
 	b.Helper()
-	port, mport := freePort(b), freePort(b)
-	p := start(b, "proxy", plainBins.proxy, port, "/healthz",
-		"PORT="+strconv.Itoa(port), "METRICS_PORT="+strconv.Itoa(mport), "FORWARD_ALLOWED_CIDRS=127.0.0.0/8",
+	p := testproc.StartProxy(b, plainBins.proxy, freePort(b), freePort(b),
 		"FORWARD_MAX_INFLIGHT=50000", "FORWARD_MAX_INFLIGHT_PER_DESTINATION=50000",
 		"FORWARD_MAX_INFLIGHT_PER_TENANT=50000", "FORWARD_DRAIN_TIMEOUT=5s",
 		"GODEBUG="+config.ProxyGODEBUG) // as the manifests run it
-	p.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-	return p, "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"
+	return p, p.MetricsURL
 }
 
 // stopSeedProc sends SIGTERM and waits up to a minute for the exit.
 func stopSeedProc(b *testing.B, p *proc) {
 	b.Helper()
-	p.signal(syscall.SIGTERM)
-	if err := p.wait(time.Minute); err != nil {
-		b.Errorf("%s exited with %v", p.name, err)
+	p.Signal(syscall.SIGTERM)
+	if err := p.Wait(time.Minute); err != nil {
+		b.Errorf("%s exited with %v", p.Name, err)
 	}
 }
 

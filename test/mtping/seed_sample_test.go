@@ -128,7 +128,7 @@ type seedSampler struct {
 func newSeedSampler(ad, px *proc, adMetrics, pxMetrics string, sk *seedSink) *seedSampler {
 	s := &seedSampler{ad: ad, px: px, adURL: adMetrics, pxURL: pxMetrics, sink: sk}
 	if px != nil {
-		s.pxCPU0, _ = procstat.CPUSeconds(px.cmd.Process.Pid)
+		s.pxCPU0, _ = procstat.CPUSeconds(px.Cmd.Process.Pid)
 	}
 	return s
 }
@@ -142,7 +142,7 @@ func (s *seedSampler) sample(begin time.Time) seedSample {
 		}
 		return err == nil
 	}
-	pid := s.ad.cmd.Process.Pid
+	pid := s.ad.Cmd.Process.Pid
 	if kb, err := procstat.RSSKB(pid); ok(err) {
 		x.AdapterRSSMB = float64(kb) / 1024
 	}
@@ -153,7 +153,7 @@ func (s *seedSampler) sample(begin time.Time) seedSample {
 		x.AdapterInflight = m.sum("kn_forward_mtping_inflight_sends")
 	}
 	if s.px != nil {
-		pid := s.px.cmd.Process.Pid
+		pid := s.px.Cmd.Process.Pid
 		if kb, err := procstat.RSSKB(pid); ok(err) {
 			x.ProxyRSSMB = float64(kb) / 1024
 		}

@@ -41,9 +41,9 @@ func TestFrozenLeaderSendsTheTicksItSkipped(t *testing.T) {
 	// tick after it: both fall while the process cannot run.
 	freeze := time.Now().Truncate(tick).Add(tick + 600*time.Millisecond)
 	time.Sleep(time.Until(freeze))
-	procs[leader].signal(syscall.SIGSTOP)
+	procs[leader].Signal(syscall.SIGSTOP)
 	time.Sleep(time.Until(freeze.Add(2*tick + 100*time.Millisecond)))
-	procs[leader].signal(syscall.SIGCONT)
+	procs[leader].Signal(syscall.SIGCONT)
 	thawed := time.Now()
 	eventually(t, 10*time.Second, "every source fired twice after the thaw", h.firedSince(thawed, 2))
 	for _, holder := range c.leaseHolders(t) {
@@ -52,7 +52,7 @@ func TestFrozenLeaderSendsTheTicksItSkipped(t *testing.T) {
 		}
 	}
 	checkGaps(t, "frozen leader", sk, sources, before, freeze, 0)
-	if logs := procs[leader].logs.String(); !strings.Contains(logs, "The cron ran late") {
+	if logs := procs[leader].Logs.String(); !strings.Contains(logs, "The cron ran late") {
 		t.Errorf("%s never logged the ticks its cron skipped:\n%s", leader, logs)
 	}
 }
