@@ -15,8 +15,11 @@ limitations under the License.
 */
 
 // Package testproc holds what the tests that run real processes on
-// loopback share: a free port, waiting on a condition with a deadline, a
-// buffer for a process's output.
+// loopback share: a free port; polling a condition with a deadline (Poll,
+// Eventually, Consistently); a process started with its output kept and
+// a data race in it failing the test (Start, StartProxy); a destination
+// that records what arrives (Sink); an h2c client; the metrics a process
+// serves (Scrape, Value); an OTLP receiver.
 package testproc
 
 import (
