@@ -235,9 +235,10 @@ func (c *conn) fail(err error) {
 	default:
 		code = http2.ErrCodeProtocol
 	}
-	if code != math.MaxUint32 && c.w.TryLock() {
-		// Say why, when the write side is free; a writer stuck on a
-		// full socket is cut by the close below instead.
+	if code != math.MaxUint32 && c.w.LockWithin(time.Second) {
+		// Say why, once the writer before us is done (it may still be
+		// on its way out of the lock); a writer stuck on a full socket
+		// is cut by the close below instead.
 		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 		_ = c.w.FR.WriteGoAway(0, code, nil)
 		_ = c.w.BW.Flush()

@@ -67,8 +67,18 @@ func (w *Writer) Lock() {
 // been flushed (FlushLocked) or be left to a writer that waits.
 func (w *Writer) Unlock() { w.mu.Unlock() }
 
-// TryLock takes the write lock if it is free.
-func (w *Writer) TryLock() bool { return w.mu.TryLock() }
+// LockWithin takes the write lock if it comes free within d, and reports
+// whether it did. A writer holds the lock for one write, which ends
+// within moments unless the socket is full: then the caller gives up
+// rather than wait out that writer's deadline.
+func (w *Writer) LockWithin(d time.Duration) bool {
+	for deadline := time.Now().Add(d); !w.mu.TryLock(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
 
 // FlushLocked sends the buffered frames to the socket, unless another
 // writer waits for the lock: that one sends them with its own. A burst of
