@@ -172,23 +172,13 @@ func start(bins toolBinaries, dir string) (s *Server, stop func(), err error) {
 	procs = append(procs, api)
 
 	s = &Server{URL: url, Issuer: url, Kubeconfig: filepath.Join(dir, "kubeconfig"), Kubectl: bins.kubectl}
+	servingCert := filepath.Join(certDir, "apiserver.crt")
 	ready := func() bool {
-		if s.CAData == nil {
-			// Written by kube-apiserver before it serves: the serving
-			// certificate followed by the CA that signed it.
-			b, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
-			if err != nil {
-				return false
-			}
-			s.CAData = b
+		cfg, ok := readyTrusting(url, servingCert, pki.adminCert, pki.adminKey)
+		if ok {
+			s.Config, s.CAData = cfg, cfg.CAData
 		}
-		s.Config = &rest.Config{
-			Host:            url,
-			TLSClientConfig: rest.TLSClientConfig{CAData: s.CAData, CertData: pki.adminCert, KeyData: pki.adminKey},
-			QPS:             200,
-			Burst:           400,
-		}
-		return apiReady(s.Config)
+		return ok
 	}
 	if err := waitFor(deadline, api, ready); err != nil {
 		return nil, nil, err
@@ -226,6 +216,26 @@ func etcdHealthy(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// readyTrusting reads servingCert, which kube-apiserver writes before it
+// serves (its serving certificate followed by the CA that signed it), and
+// reports whether GET url/readyz answers 200 to a client that trusts it
+// and presents the admin certificate; cfg is that client's. The file is
+// read again at every call: it is created before it is written, and a
+// loaded machine can read it empty or cut short.
+func readyTrusting(url, servingCert string, adminCert, adminKey []byte) (cfg *rest.Config, ok bool) {
+	caData, err := os.ReadFile(servingCert)
+	if err != nil {
+		return nil, false
+	}
+	cfg = &rest.Config{
+		Host:            url,
+		TLSClientConfig: rest.TLSClientConfig{CAData: caData, CertData: adminCert, KeyData: adminKey},
+		QPS:             200,
+		Burst:           400,
+	}
+	return cfg, apiReady(cfg)
 }
 
 // apiReady reports whether GET /readyz answers 200 to cfg's credentials.
