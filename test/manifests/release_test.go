@@ -38,6 +38,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 const releaseRegistry = "registry.example/knative"
@@ -54,8 +56,8 @@ var releaseImage = regexp.MustCompile(`^` + regexp.QuoteMeta(releaseRegistry) + 
 func TestRelease(t *testing.T) {
 	dir := t.TempDir()
 	imgtar := filepath.Join(dir, "imgtar")
-	if out, err := exec.Command("go", "build", "-o", imgtar, filepath.Join(repoRoot, "hack/imgtar")).CombinedOutput(); err != nil {
-		t.Fatalf("building imgtar: %v\n%s", err, out)
+	if err := testproc.GoBuild(imgtar, "hack/imgtar", false); err != nil {
+		t.Fatalf("building imgtar: %v", err)
 	}
 	out := buildRelease(t, imgtar, filepath.Join(dir, "release"))
 	digests := map[string]string{}

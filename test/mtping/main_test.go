@@ -88,13 +88,7 @@ func TestMain(m *testing.M) {
 	errs := make([]error, len(builds))
 	for i, b := range builds {
 		wg.Go(func() {
-			args := []string{"build", "-o", b.out}
-			if b.race {
-				args = append(args, "-race")
-			}
-			cmd := exec.Command("go", append(args, "knative.dev/event-forwarding-proxy/"+b.pkg)...)
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
+			if err := testproc.GoBuild(b.out, b.pkg, b.race); err != nil {
 				errs[i] = fmt.Errorf("building %s (race %t): %w", b.pkg, b.race, err)
 			}
 		})

@@ -21,9 +21,10 @@ package load
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"knative.dev/event-forwarding-proxy/test/testproc"
 )
 
 // envHelper makes the test binary act as the load generator's helper
@@ -43,9 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	proxyBin = filepath.Join(dir, "proxy")
-	build := exec.Command("go", "build", "-o", proxyBin, "knative.dev/event-forwarding-proxy/cmd/proxy")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testproc.GoBuild(proxyBin, "cmd/proxy", false); err != nil {
 		fmt.Fprintln(os.Stderr, "building the proxy:", err)
 		os.Exit(1)
 	}
