@@ -172,12 +172,14 @@ fuzz-short fuzz:
 	echo "fuzz: $$targets targets passed, $(FUZZTIME) each"
 
 # golangci-lint at a pinned version, built once into .cache/bin (cold: a
-# few minutes); .golangci.yaml says which linters run and why.
+# few minutes), static and -trimpath as the other tools are (their
+# standard library compiles once); .golangci.yaml says which linters run
+# and why.
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint
 
 $(GOLANGCI_LINT):
-	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	CGO_ENABLED=0 GOBIN=$(TOOLS_BIN) $(GO) install -trimpath github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 # Vet and golangci-lint see the integration-, h2spec- and cluster-tagged
 # files too. Both compile every dependency for its type information (vet
@@ -245,9 +247,9 @@ STAMP_imgtar = $(wildcard hack/imgtar/*.go) $(STATIC_BUILD_MK)
 $(IMGTAR): $(STAMPS)/imgtar
 	$(STATIC_GO_BUILD) -o $@ ./hack/imgtar
 
-STAMP_h2spec = test/tools/h2spec/go.mod test/tools/h2spec/go.sum
+STAMP_h2spec = test/tools/h2spec/go.mod test/tools/h2spec/go.sum $(STATIC_BUILD_MK)
 $(TOOLS_BIN)/h2spec: $(STAMPS)/h2spec
-	cd test/tools/h2spec && $(GO) build -o $@ github.com/summerwind/h2spec/cmd/h2spec
+	cd test/tools/h2spec && $(STATIC_GO_BUILD) -ldflags '$(STATIC_LDFLAGS)' -o $@ github.com/summerwind/h2spec/cmd/h2spec
 
 # Prometheus and promtool for test/monitoring (Debian's prometheus package,
 # 2.42), installed when either is missing; sudo only when not root.
