@@ -4,8 +4,8 @@
 # side: their lines are told apart by the phase name in front of each).
 #
 #   phase.sh run NAME CMD...   run CMD, each output line behind "NAME | ",
-#                              and append NAME, start, end and exit code
-#                              to $PHASES_FILE when it is set
+#                              and append NAME, start, end, exit code and
+#                              CPU seconds to $PHASES_FILE when it is set
 #   phase.sh table             for each failed phase the lines that tell
 #                              why, then the table of $PHASES_FILE, ending
 #                              with the line "phases: N passed, N failed"
@@ -26,9 +26,25 @@ run() {
   rc=${PIPESTATUS[0]}
   set -e
   if [ -n "${PHASES_FILE:-}" ]; then
-    printf '%s\t%s\t%s\t%s\n' "$name" "$start" "$(date +%s)" "$rc" >>"$PHASES_FILE"
+    # The user and system CPU time of the processes this shell waited
+    # for: the phase's command and what it waited for in turn, not what
+    # it left running (the cluster's daemons). times is a builtin that
+    # must run in this shell, not in a pipe's or $(...)'s subshell.
+    local cpu_file=${PHASES_FILE%.*}.$name.times
+    times >"$cpu_file"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$start" "$(date +%s)" "$rc" "$(children_cpu "$cpu_file")" >>"$PHASES_FILE"
   fi
   return "$rc"
+}
+
+# children_cpu FILE: whole seconds of CPU in the second line of bash's
+# times output in FILE ("1m2.500s 0m3.250s": children's user and system).
+children_cpu() {
+  awk 'NR == 2 {
+    total = 0
+    for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); total += t[1] * 60 + t[2] }
+    printf "%d\n", total + 0.5
+  }' "$1"
 }
 
 # log_of NAME: where phase NAME's output is kept.
@@ -63,19 +79,21 @@ table() {
   local file=${PHASES_FILE:?PHASES_FILE names the phases recorded}
   [ -s "$file" ] || { echo "phases: none recorded in $file"; return 1; }
   local first last passed=0 failed=0 name start end rc result
-  while IFS=$'\t' read -r name start end rc; do
+  while IFS=$'\t' read -r name start end rc cpu; do
     [ "$rc" -eq 0 ] || { echo; echo "why $name failed ($(log_of "$name")):"; why "$(log_of "$name")"; }
   done < <(sort -t$'\t' -k2,2n "$file")
   first=$(cut -f2 "$file" | sort -n | head -n1)
   last=$(cut -f3 "$file" | sort -n | tail -n1)
   echo
-  printf '%-16s %8s %8s  %s\n' phase start took result
-  while IFS=$'\t' read -r name start end rc; do
+  printf '%-16s %8s %8s %8s  %s\n' phase start took cpu result
+  local cpus=0
+  while IFS=$'\t' read -r name start end rc cpu; do
     if [ "$rc" -eq 0 ]; then result=ok passed=$((passed + 1)); else result="failed ($rc)" failed=$((failed + 1)); fi
-    printf '%-16s %8s %8s  %s\n' "$name" "$(clock $((start - first)))" "$(clock $((end - start)))" "$result"
+    cpus=$((cpus + ${cpu:-0}))
+    printf '%-16s %8s %8s %8s  %s\n' "$name" "$(clock $((start - first)))" "$(clock $((end - start)))" "$(clock "${cpu:-0}")" "$result"
   done < <(sort -t$'\t' -k2,2n "$file")
-  printf '%-16s %8s %8s\n' "wall clock" "" "$(clock $((last - first)))"
-  echo "phases: $passed passed, $failed failed"
+  printf '%-16s %8s %8s %8s\n' "wall clock" "" "$(clock $((last - first)))" "$(clock "$cpus")"
+  echo "phases: $passed passed, $failed failed; cpu is user and system time of each phase's processes"
 }
 
 case ${1:-} in
